@@ -1,0 +1,122 @@
+"""The placement-policy interface: a pure decision over a read-only view of the cluster.
+
+When a request finds no warm instance of its model with room, the simulator asks the
+policy where to start a new instance. A policy never touches SimPy or mutates the
+cluster; it reads the `ClusterView` and returns a decision, so it can be unit-tested on a
+hand-built view. Policies register themselves by name; `policies/__init__.py` imports
+every module of the package, so adding a policy is adding one file.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+# Where a checkpoint can be loaded from, fastest first.
+TIERS = ("dram", "ssd", "remote")
+
+
+@dataclass(frozen=True)
+class Request:
+    index: int
+    model: str
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start a new instance of the request's model on `server`.
+
+    `estimate_s` is the policy's own estimate of the startup time it expects (recorded
+    next to the actual one so its error is measured); NaN when the policy makes none.
+    """
+
+    server: int
+    estimate_s: float = float("nan")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Leave the request queued; the simulator asks again when capacity frees up."""
+
+
+Decision = Start | Wait
+
+
+class ClusterView(Protocol):
+    """What a policy may read. Server ids are ints from 0."""
+
+    @property
+    def now(self) -> float: ...
+
+    def gpus_needed(self, model: str) -> int: ...
+
+    def candidate_count(self, model: str) -> int:
+        """How many servers could start `model` now (enough available GPUs)."""
+        ...
+
+    def candidate(self, model: str, k: int) -> int:
+        """The k-th such server, 0 <= k < candidate_count(model), in a fixed order."""
+        ...
+
+    def candidates(self, model: str) -> Iterable[int]: ...
+
+    def can_start(self, server: int, model: str) -> bool: ...
+
+    def holders(self, model: str, tier: str) -> Iterable[int]:
+        """Servers whose `tier` cache ("dram" or "ssd") holds the checkpoint of `model`."""
+        ...
+
+    def gpus_in_use(self, server: int) -> int:
+        """GPUs held by busy, starting or loading instances (idle ones can be reclaimed)."""
+        ...
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    @abstractmethod
+    def place(self, request: Request, view: ClusterView) -> Decision:
+        """Where to start an instance for `request`, or Wait."""
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+
+
+def register(name: str) -> Callable[[type[Policy]], type[Policy]]:
+    """Class decorator: make a policy available as `--policy name`."""
+
+    def add(cls: type[Policy]) -> type[Policy]:
+        if name in _REGISTRY:
+            raise ValueError(f"policy {name!r} is registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return add
+
+
+def policy_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_policy(name: str) -> type[Policy]:
+    """The policy class registered as `name`; KeyError lists the known names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown policy {name!r} (known: {', '.join(policy_names())})"
+        ) from None
+
+
+def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:
+    """The server with the fewest GPUs in use, lowest id on ties; None if there is none."""
+    return min(servers, key=lambda s: (view.gpus_in_use(s), s), default=None)

@@ -1,0 +1,1 @@
+"""thaw's discrete-event model of a serverless LLM inference cluster (SimPy)."""

@@ -1,0 +1,122 @@
+"""`python -m sim run`: replay a trace on a cluster under a policy and write a run directory."""
+
+import argparse
+import sys
+from pathlib import Path
+
+import traces
+from policies import get_policy, policy_names
+from sim import seeds
+from sim.config import load_config
+from sim.errors import InputError
+from sim.progress import ProgressBar
+from sim.run_dir import check_writable, write_run
+from sim.simulator import Simulation
+from sim.summary import summarize
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line (and still exit 2)."""
+
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m sim", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = commands.add_parser(
+        "run",
+        help="simulate one trace on one cluster under one policy",
+        description="Replay a trace on a simulated cluster and report time-to-first-token.",
+    )
+    run.add_argument(
+        "--policy",
+        default="locality",
+        help=f"placement policy, one of: {', '.join(policy_names())} (default: locality)",
+    )
+    run.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        help="trace file, canonical CSV/Parquet or Azure LLM 2023 CSV "
+        "(default: the bundled Azure LLM 2023 code trace)",
+    )
+    run.add_argument(
+        "--cluster",
+        type=Path,
+        default=None,
+        help="cluster TOML laid over the defaults (default: 4 servers x 4 A40-class GPUs)",
+    )
+    run.add_argument(
+        "--seed", type=int, default=0, help="seed for every random draw (default: 0)"
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="run directory to write (default: runs/<policy>-seed<seed>); an existing "
+        "thaw run directory there is replaced",
+    )
+    run.add_argument("--quiet", action="store_true", help="print nothing on success")
+    return parser
+
+
+def _table(summary: dict) -> str:
+    def seconds(key: str) -> str:
+        value = summary[key]
+        return "n/a" if value is None else f"{value:.3f} s"
+
+    tiers = ", ".join(f"{tier} {n}" for tier, n in summary["loads_by_tier"].items())
+    rows = [
+        ("policy", summary["policy"]),
+        ("requests", f"{summary['requests']} ({summary['completed']} completed)"),
+        ("TTFT p50", seconds("ttft_p50_s")),
+        ("TTFT p90", seconds("ttft_p90_s")),
+        ("TTFT p99", seconds("ttft_p99_s")),
+        ("loads by tier", tiers),
+        ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
+        ("wall time", f"{summary['sim_wall_s']:.2f} s"),
+        ("requests / wall s", f"{summary['requests_per_wall_s'] or 0:,.0f}"),
+    ]
+    return "\n".join(f"{name:<18} {value}" for name, value in rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        get_policy(args.policy)
+    except KeyError as err:
+        raise InputError(str(err.args[0])) from None
+    if args.seed < 0:
+        raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
+    out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
+    check_writable(out)
+    config = load_config(args.cluster)
+    trace_path = args.trace or traces.default_trace()
+    trace = traces.load(
+        trace_path, list(config.models), seeds.rng(args.seed, "trace"), config.zipf_exponent
+    )
+    show_progress = not args.quiet and sys.stderr.isatty()
+    sim = Simulation(
+        config,
+        trace,
+        args.policy,
+        seeds.rng(args.seed, "policy"),
+        progress=ProgressBar(args.policy) if show_progress else None,
+    )
+    sim.run()
+    summary = summarize(sim, args.policy, args.seed, Path(trace_path))
+    write_run(out, sim.table.frame(), summary, config.to_toml())
+    if not args.quiet:
+        print(_table(summary))
+        print(f"{'run directory':<18} {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return run(args)
+    except (InputError, traces.TraceError) as err:
+        print(f"python -m sim {args.command}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,49 @@
+"""Cancellable timers on a SimPy environment.
+
+SimPy cannot unschedule an event, and a fluid model reschedules its next completion
+whenever a rate changes; a cancelled timer therefore stays in the queue and does nothing
+when it fires.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import simpy
+
+
+class Timer:
+    __slots__ = ("_args", "_clock", "_fn", "cancelled")
+
+    def __init__(self, clock: "Clock", fn: Callable[..., Any], args: tuple) -> None:
+        self._clock = clock
+        self._fn = fn
+        self._args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def __call__(self, _event: simpy.Event) -> None:
+        if not self.cancelled:
+            self._clock.fired += 1
+            self._fn(*self._args)
+
+
+class Clock:
+    """Simulated time, and callbacks at future times. `fired` counts live events."""
+
+    def __init__(self) -> None:
+        self.env = simpy.Environment()
+        self.fired = 0
+
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def call_in(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        timer = Timer(self, fn, args)
+        self.env.timeout(delay).callbacks.append(timer)
+        return timer
+
+    def run(self) -> None:
+        self.env.run()

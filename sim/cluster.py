@@ -1,0 +1,142 @@
+"""The servers, the instances on them, and the indexes a placement decision reads.
+
+Two indexes keep decisions independent of the cluster's size: which servers hold model M
+in each cache tier (updated by the caches), and, per server group, which servers have
+exactly k available GPUs (updated whenever an instance takes, idles or frees GPUs). The
+class is also the policies' read-only `ClusterView`.
+"""
+
+from collections.abc import Iterator
+
+from sim.clock import Clock
+from sim.config import ClusterConfig, ModelSpec
+from sim.indexed_set import IndexedSet
+from sim.instance import Instance
+from sim.server import Server
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig, clock: Clock) -> None:
+        self._clock = clock
+        self.models: dict[str, ModelSpec] = config.models
+        self._holders: dict[str, dict[str, IndexedSet]] = {
+            tier: {name: IndexedSet() for name in config.models} for tier in ("dram", "ssd")
+        }
+        self.servers: list[Server] = []
+        self._by_available: list[list[IndexedSet]] = []
+        for g, group in enumerate(config.servers):
+            self._by_available.append([IndexedSet() for _ in range(group.gpus + 1)])
+            for _ in range(group.count):
+                server = Server(len(self.servers), g, group, clock, self._cache_changed)
+                self.servers.append(server)
+                self._by_available[g][group.gpus].add(server.id)
+        self._indexed_available = [s.gpus for s in self.servers]
+        # Server groups whose GPUs can host each model (enough GPUs, enough memory).
+        self._groups_for = {
+            name: [
+                g
+                for g, group in enumerate(config.servers)
+                if group.gpus >= spec.gpus and group.gpu_memory * spec.gpus >= spec.weights
+            ]
+            for name, spec in config.models.items()
+        }
+        self.instances: dict[str, list[Instance]] = {name: [] for name in config.models}
+        self.gpu_seconds = 0.0
+        for spec in config.models.values():
+            for server_id in spec.ssd_servers:
+                self.servers[server_id].ssd.admit(spec.name, spec.weights)
+
+    def _cache_changed(self, tier: str, model: str, server: int, held: bool) -> None:
+        if held:
+            self._holders[tier][model].add(server)
+        else:
+            self._holders[tier][model].discard(server)
+
+    def _reindex(self, server: Server) -> None:
+        old, new = self._indexed_available[server.id], server.available_gpus
+        if old != new:
+            buckets = self._by_available[server.group_index]
+            buckets[old].discard(server.id)
+            buckets[new].add(server.id)
+            self._indexed_available[server.id] = new
+
+    # --- ClusterView (read-only, for policies) ---
+
+    @property
+    def now(self) -> float:
+        return self._clock.now
+
+    def gpus_needed(self, model: str) -> int:
+        return self.models[model].gpus
+
+    def _candidate_buckets(self, model: str) -> Iterator[IndexedSet]:
+        need = self.models[model].gpus
+        for g in self._groups_for[model]:
+            yield from self._by_available[g][need:]
+
+    def candidate_count(self, model: str) -> int:
+        return sum(len(bucket) for bucket in self._candidate_buckets(model))
+
+    def candidate(self, model: str, k: int) -> int:
+        for bucket in self._candidate_buckets(model):
+            if k < len(bucket):
+                return bucket[k]
+            k -= len(bucket)
+        raise IndexError(f"no candidate {k} for {model}")
+
+    def candidates(self, model: str) -> Iterator[int]:
+        for bucket in self._candidate_buckets(model):
+            yield from bucket
+
+    def can_start(self, server: int, model: str) -> bool:
+        s = self.servers[server]
+        return s.group_index in self._groups_for[model] and (
+            s.available_gpus >= self.models[model].gpus
+        )
+
+    def holders(self, model: str, tier: str) -> IndexedSet:
+        return self._holders[tier][model]
+
+    def gpus_in_use(self, server: int) -> int:
+        s = self.servers[server]
+        return s.gpus - s.available_gpus
+
+    # --- mutations (the simulator's) ---
+
+    def place(self, instance: Instance) -> list[Instance]:
+        """Give `instance` its GPUs, reclaiming idle instances (oldest idle first).
+
+        Returns the reclaimed instances, already stopped.
+        """
+        server = self.servers[instance.server]
+        reclaimed = []
+        while server.free_gpus < instance.model.gpus:
+            victim = next(iter(server.idle))
+            self.stop(victim)
+            reclaimed.append(victim)
+        server.free_gpus -= instance.model.gpus
+        self._reindex(server)
+        self.instances[instance.model.name].append(instance)
+        return reclaimed
+
+    def mark_idle(self, instance: Instance) -> None:
+        server = self.servers[instance.server]
+        server.idle[instance] = None
+        server.idle_gpus += instance.model.gpus
+        self._reindex(server)
+
+    def mark_busy(self, instance: Instance) -> None:
+        server = self.servers[instance.server]
+        del server.idle[instance]
+        server.idle_gpus -= instance.model.gpus
+        self._reindex(server)
+
+    def stop(self, instance: Instance) -> None:
+        """Stop an idle instance: its GPUs are freed, its checkpoint stays in DRAM."""
+        self.mark_busy(instance)
+        instance.stop()
+        server = self.servers[instance.server]
+        server.free_gpus += instance.model.gpus
+        self._reindex(server)
+        self.instances[instance.model.name].remove(instance)
+        self.gpu_seconds += instance.model.gpus * (self._clock.now - instance.allocated_at)

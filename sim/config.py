@@ -1,0 +1,279 @@
+"""The cluster configuration: TOML on disk, validated into frozen dataclasses.
+
+A user file is laid over the bundled defaults (`sim/defaults/cluster.toml`): top-level
+scalars and `[workload]` keys override one by one; `[[servers]]` and `[models]`, when
+given, replace the default lists whole (a study chooses its own hardware and catalog), and
+a server group's missing keys take the first default group's values. Every error names
+the file and the key.
+"""
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sim import toml_writer
+from sim.errors import InputError
+from sim.units import parse_bandwidth, parse_size
+
+
+@dataclass(frozen=True)
+class ServerGroup:
+    """`count` identical servers. Sizes in bytes, bandwidths in bytes/s."""
+
+    name: str
+    count: int
+    gpus: int
+    gpu_memory: int
+    dram: int
+    ssd: int
+    ssd_read: float
+    network: float
+    pcie: float
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A catalog entry: checkpoint size, GPUs per instance, inference speed, placement."""
+
+    name: str
+    weights: int
+    gpus: int
+    prefill_tokens_per_s: float
+    decode_step_s: float
+    decode_step_per_request_s: float
+    max_batch: int
+    ssd_servers: tuple[int, ...]
+
+    def decode_step(self, batch: int) -> float:
+        """Seconds per decode step when `batch` requests decode together."""
+        return self.decode_step_s + self.decode_step_per_request_s * (batch - 1)
+
+    def prefill_s(self, tokens: int) -> float:
+        """Seconds to prefill a prompt of `tokens` tokens."""
+        return tokens / self.prefill_tokens_per_s
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    servers: tuple[ServerGroup, ...]
+    models: dict[str, ModelSpec]  # in catalog (popularity) order
+    keep_alive_s: float
+    instance_startup_s: float
+    zipf_exponent: float
+    resolved: dict[str, Any]  # the normalised table, written back as config.toml
+
+    @property
+    def server_count(self) -> int:
+        return sum(group.count for group in self.servers)
+
+    def to_toml(self) -> str:
+        return toml_writer.dumps(self.resolved)
+
+
+# --- value parsers: each takes the raw TOML value and returns the normalised one ---
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _number(value: Any, *, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(f"expected a {'positive' if positive else 'non-negative'} number")
+    return float(value)
+
+
+def _positive(value: Any) -> float:
+    return _number(value, positive=True)
+
+
+def _non_negative(value: Any) -> float:
+    return _number(value, positive=False)
+
+
+def _size(value: Any) -> int:
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError(f"expected a positive size, got {value!r}")
+    return size
+
+
+def _bandwidth(value: Any) -> float:
+    bandwidth = parse_bandwidth(value)
+    if not bandwidth > 0 or bandwidth == float("inf"):
+        raise ValueError(f"expected a positive bandwidth, got {value!r}")
+    return bandwidth
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _server_indices(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        raise ValueError(f"expected a list of server indices (integers >= 0), got {value!r}")
+    return sorted(set(value))
+
+
+Parser = Callable[[Any], Any]
+
+_TOP: dict[str, Parser] = {"keep_alive_s": _non_negative, "instance_startup_s": _non_negative}
+_WORKLOAD: dict[str, Parser] = {"zipf_exponent": _non_negative}
+_SERVER: dict[str, Parser] = {
+    "name": _name,
+    "count": _positive_int,
+    "gpus": _positive_int,
+    "gpu_memory": _size,
+    "dram": _size,
+    "ssd": _size,
+    "ssd_read": _bandwidth,
+    "network": _bandwidth,
+    "pcie": _bandwidth,
+}
+_MODEL: dict[str, Parser] = {
+    "weights": _size,
+    "gpus": _positive_int,
+    "prefill_tokens_per_s": _positive,
+    "decode_step_s": _positive,
+    "decode_step_per_request_s": _non_negative,
+    "max_batch": _positive_int,
+    "ssd_servers": _server_indices,
+}
+_MODEL_DEFAULTS = {"decode_step_per_request_s": 0.0, "max_batch": 16, "ssd_servers": []}
+
+
+def _table(value: Any, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{key}: expected a table, got {value!r}")
+    return value
+
+
+def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str, Any]:
+    """Check for unknown and missing keys, then parse every field; errors name the key."""
+    for key in raw:
+        if key not in fields:
+            raise InputError(f"{where}{key}: unknown key (expected one of {', '.join(fields)})")
+    parsed = {}
+    for key, parse in fields.items():
+        if key not in raw:
+            raise InputError(f"{where}{key}: missing")
+        try:
+            parsed[key] = parse(raw[key])
+        except ValueError as err:
+            raise InputError(f"{where}{key}: {err}") from None
+    return parsed
+
+
+def _merge(default: dict, user: dict) -> dict:
+    """Lay the user's table over the defaults (see the module docstring)."""
+    for key in user:
+        if key not in (*_TOP, "workload", "servers", "models"):
+            raise InputError(f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
+                             "workload, servers, models)")
+    merged = {**default, **{k: v for k, v in user.items() if k in _TOP}}
+    merged["workload"] = {**default["workload"], **_table(user.get("workload", {}), "workload")}
+    if "servers" in user:
+        groups = user["servers"]
+        if not isinstance(groups, list) or not groups:
+            raise InputError("servers: expected at least one [[servers]] group")
+        template = default["servers"][0]
+        merged["servers"] = [
+            {**template, **_table(group, f"servers[{i}]")} for i, group in enumerate(groups)
+        ]
+    if "models" in user:
+        models = _table(user["models"], "models")
+        if not models:
+            raise InputError("models: the catalog is empty")
+        merged["models"] = {
+            name: {**_MODEL_DEFAULTS, **_table(spec, f"models.{name}")}
+            for name, spec in models.items()
+        }
+    return merged
+
+
+def _build(table: dict) -> ClusterConfig:
+    top = _parse_fields({k: table[k] for k in _TOP}, _TOP, "")
+    workload = _parse_fields(table["workload"], _WORKLOAD, "workload.")
+    groups = [
+        _parse_fields(group, _SERVER, f"servers[{i}].") for i, group in enumerate(table["servers"])
+    ]
+    servers = tuple(ServerGroup(**group) for group in groups)
+    server_count = sum(group.count for group in servers)
+    models: dict[str, ModelSpec] = {}
+    model_tables: dict[str, dict] = {}
+    for name, raw in table["models"].items():
+        spec = _parse_fields(raw, _MODEL, f"models.{name}.")
+        _check_model(name, spec, servers, server_count)
+        model_tables[name] = spec
+        models[name] = ModelSpec(name=name, **{**spec, "ssd_servers": tuple(spec["ssd_servers"])})
+    resolved = {**top, "workload": workload, "servers": groups, "models": model_tables}
+    return ClusterConfig(
+        servers=servers,
+        models=models,
+        keep_alive_s=top["keep_alive_s"],
+        instance_startup_s=top["instance_startup_s"],
+        zipf_exponent=workload["zipf_exponent"],
+        resolved=resolved,
+    )
+
+
+def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...], count: int) -> None:
+    """Refuse a model no server can ever host, or a placement on a server that does not exist."""
+    fits = any(
+        g.gpus >= spec["gpus"] and g.gpu_memory * spec["gpus"] >= spec["weights"] for g in servers
+    )
+    if not fits:
+        raise InputError(
+            f"models.{name}: needs {spec['gpus']} GPUs holding {spec['weights']} bytes, "
+            "which no server group can provide"
+        )
+    for index in spec["ssd_servers"]:
+        if index >= count:
+            raise InputError(
+                f"models.{name}.ssd_servers: server {index} does not exist "
+                f"(the cluster has {count} servers, numbered from 0)"
+            )
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read: {err}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"{path}: invalid TOML: {err}") from None
+
+
+def default_table() -> dict:
+    text = resources.files("sim").joinpath("defaults/cluster.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def load_config(path: str | Path | None = None) -> ClusterConfig:
+    """The configuration in `path` laid over the defaults; the defaults alone when None."""
+    default = default_table()
+    if path is None:
+        return _build(default)
+    path = Path(path)
+    user = _read_toml(path)
+    try:
+        return _build(_merge(default, user))
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None

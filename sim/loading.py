@@ -1,0 +1,55 @@
+"""A checkpoint load onto a new instance's GPUs, from the fastest tier that holds it.
+
+The source entry is pinned from the decision until the load ends, so eviction cannot pull
+it away mid-read. The load is pipelined through every link between its tier and the
+GPUs: DRAM -> GPU over the instance's own PCIe lanes (never shared: a GPU belongs to one
+instance), SSD -> DRAM -> GPU adding the server's SSD, remote -> DRAM -> GPU adding the
+server's network link. When it ends, the checkpoint is installed in the faster caches it
+passed through: DRAM for an SSD load, SSD and DRAM for a remote one (space permitting).
+"""
+
+from collections.abc import Callable
+
+from sim.config import ModelSpec
+from sim.server import Server
+
+_LINKS = {"dram": (), "ssd": ("ssd",), "remote": ("network",)}
+
+
+def fastest_tier(server: Server, model: str) -> str:
+    if model in server.dram:
+        return "dram"
+    if model in server.ssd:
+        return "ssd"
+    return "remote"
+
+
+class CheckpointLoad:
+    def __init__(self, server: Server, model: ModelSpec, gpus: int) -> None:
+        self.server = server
+        self.model = model
+        self.tier = fastest_tier(server, model.name)
+        self.cap = gpus * server.group.pcie
+        if self.tier != "remote":
+            source = server.cache(self.tier)
+            source.touch(model.name)
+            source.pin(model.name)
+
+    @property
+    def links(self) -> tuple[str, ...]:
+        return _LINKS[self.tier]
+
+    def start(self, on_done: Callable[[], None]) -> None:
+        def finish() -> None:
+            self._install()
+            on_done()
+
+        self.server.links.start(self.model.weights, self.links, self.cap, finish)
+
+    def _install(self) -> None:
+        name, size = self.model.name, self.model.weights
+        if self.tier != "remote":
+            self.server.cache(self.tier).unpin(name)
+        if self.tier == "remote":
+            self.server.ssd.admit(name, size)
+        self.server.dram.admit(name, size)

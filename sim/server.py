@@ -1,0 +1,43 @@
+"""One GPU server: its GPUs, DRAM and SSD checkpoint caches, and shared load links."""
+
+from collections.abc import Callable
+
+from sim.cache import CheckpointCache
+from sim.clock import Clock
+from sim.config import ServerGroup
+from sim.instance import Instance
+from sim.transfers import ServerLinks
+
+
+class Server:
+    def __init__(
+        self,
+        server_id: int,
+        group_index: int,
+        group: ServerGroup,
+        clock: Clock,
+        on_cache_change: Callable[[str, str, int, bool], None],
+    ) -> None:
+        self.id = server_id
+        self.group_index = group_index
+        self.group = group
+        self.gpus = group.gpus
+        self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
+        self.dram = CheckpointCache(
+            group.dram, lambda model, held: on_cache_change("dram", model, server_id, held)
+        )
+        self.ssd = CheckpointCache(
+            group.ssd, lambda model, held: on_cache_change("ssd", model, server_id, held)
+        )
+        self.free_gpus = group.gpus
+        # Warm instances holding no request, oldest idle first: reclaimed in that order.
+        self.idle: dict[Instance, None] = {}
+        self.idle_gpus = 0
+
+    @property
+    def available_gpus(self) -> int:
+        """GPUs a new instance could have now: free ones plus those of idle instances."""
+        return self.free_gpus + self.idle_gpus
+
+    def cache(self, tier: str) -> CheckpointCache:
+        return self.dram if tier == "dram" else self.ssd
