@@ -112,9 +112,7 @@ def get_policy(name: str) -> type[Policy]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(
-            f"unknown policy {name!r} (known: {', '.join(policy_names())})"
-        ) from None
+        raise KeyError(f"unknown policy {name!r} (known: {', '.join(policy_names())})") from None
 
 
 def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:

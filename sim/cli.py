@@ -48,9 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="cluster TOML laid over the defaults (default: 4 servers x 4 A40-class GPUs)",
     )
-    run.add_argument(
-        "--seed", type=int, default=0, help="seed for every random draw (default: 0)"
-    )
+    run.add_argument("--seed", type=int, default=0, help="seed for every random draw (default: 0)")
     run.add_argument(
         "--out",
         type=Path,

@@ -100,6 +100,12 @@ def _non_negative(value: Any) -> float:
     return _number(value, positive=False)
 
 
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected an integer >= 0, got {value!r}")
+    return value
+
+
 def _size(value: Any) -> int:
     size = parse_size(value)
     if size <= 0:
@@ -151,8 +157,14 @@ _MODEL: dict[str, Parser] = {
     "decode_step_per_request_s": _non_negative,
     "max_batch": _positive_int,
     "ssd_servers": _server_indices,
+    "ssd_copies": _count,
 }
-_MODEL_DEFAULTS = {"decode_step_per_request_s": 0.0, "max_batch": 16, "ssd_servers": []}
+_MODEL_DEFAULTS = {
+    "decode_step_per_request_s": 0.0,
+    "max_batch": 16,
+    "ssd_servers": [],
+    "ssd_copies": 0,
+}
 
 
 def _table(value: Any, key: str) -> dict:
@@ -181,8 +193,10 @@ def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
         if key not in (*_TOP, "workload", "servers", "models"):
-            raise InputError(f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
-                             "workload, servers, models)")
+            raise InputError(
+                f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
+                "workload, servers, models)"
+            )
     merged = {**default, **{k: v for k, v in user.items() if k in _TOP}}
     merged["workload"] = {**default["workload"], **_table(user.get("workload", {}), "workload")}
     if "servers" in user:
@@ -197,10 +211,7 @@ def _merge(default: dict, user: dict) -> dict:
         models = _table(user["models"], "models")
         if not models:
             raise InputError("models: the catalog is empty")
-        merged["models"] = {
-            name: {**_MODEL_DEFAULTS, **_table(spec, f"models.{name}")}
-            for name, spec in models.items()
-        }
+        merged["models"] = {name: _table(spec, f"models.{name}") for name, spec in models.items()}
     return merged
 
 
@@ -214,11 +225,17 @@ def _build(table: dict) -> ClusterConfig:
     server_count = sum(group.count for group in servers)
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
-    for name, raw in table["models"].items():
-        spec = _parse_fields(raw, _MODEL, f"models.{name}.")
-        _check_model(name, spec, servers, server_count)
+    for rank, (name, raw) in enumerate(table["models"].items()):
+        spec = _parse_fields({**_MODEL_DEFAULTS, **raw}, _MODEL, f"models.{name}.")
+        spec["ssd_servers"] = _placement(name, spec, rank, server_count)
+        spec["ssd_copies"] = 0  # resolved into the explicit list
+        _check_model(name, spec, servers)
         model_tables[name] = spec
-        models[name] = ModelSpec(name=name, **{**spec, "ssd_servers": tuple(spec["ssd_servers"])})
+        fields = {k: v for k, v in spec.items() if k != "ssd_copies"}
+        models[name] = ModelSpec(
+            name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
+        )
+    _check_ssd_space(models, servers)
     resolved = {**top, "workload": workload, "servers": groups, "models": model_tables}
     return ClusterConfig(
         servers=servers,
@@ -230,8 +247,28 @@ def _build(table: dict) -> ClusterConfig:
     )
 
 
-def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...], count: int) -> None:
-    """Refuse a model no server can ever host, or a placement on a server that does not exist."""
+def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:
+    """Servers whose SSD holds the checkpoint at the start.
+
+    Either listed (`ssd_servers`), or `ssd_copies` servers chosen round-robin by catalog
+    rank (model k on servers k*c .. k*c+c-1, modulo the server count), which keeps a
+    catalog's placement valid whatever the cluster size.
+    """
+    if spec["ssd_servers"] and spec["ssd_copies"]:
+        raise InputError(f"models.{name}: give ssd_servers or ssd_copies, not both")
+    for index in spec["ssd_servers"]:
+        if index >= count:
+            raise InputError(
+                f"models.{name}.ssd_servers: server {index} does not exist "
+                f"(the cluster has {count} servers, numbered from 0)"
+            )
+    copies = min(spec["ssd_copies"], count)
+    spread = {(rank * copies + j) % count for j in range(copies)}
+    return sorted(set(spec["ssd_servers"]) | spread)
+
+
+def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...]) -> None:
+    """Refuse a model that no server can ever host."""
     fits = any(
         g.gpus >= spec["gpus"] and g.gpu_memory * spec["gpus"] >= spec["weights"] for g in servers
     )
@@ -240,12 +277,20 @@ def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...], count:
             f"models.{name}: needs {spec['gpus']} GPUs holding {spec['weights']} bytes, "
             "which no server group can provide"
         )
-    for index in spec["ssd_servers"]:
-        if index >= count:
-            raise InputError(
-                f"models.{name}.ssd_servers: server {index} does not exist "
-                f"(the cluster has {count} servers, numbered from 0)"
-            )
+
+
+def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, ...]) -> None:
+    """Refuse a starting placement that overfills some server's SSD."""
+    capacity = [group.ssd for group in servers for _ in range(group.count)]
+    used = [0] * len(capacity)
+    for spec in models.values():
+        for index in spec.ssd_servers:
+            used[index] += spec.weights
+            if used[index] > capacity[index]:
+                raise InputError(
+                    f"models.{spec.name}: the checkpoints placed on server {index} need more "
+                    f"than its SSD ({capacity[index]} bytes)"
+                )
 
 
 def _read_toml(path: Path) -> dict:

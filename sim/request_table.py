@@ -59,7 +59,8 @@ class RequestTable:
 
     def frame(self) -> pd.DataFrame:
         """The requests table of DESIGN.md ("Results")."""
-        tier = np.array(START_TIERS + ("none",), dtype=object)[self.tier]
+        # Code -1 (never placed) indexes the last entry, "none".
+        tier = np.array([*START_TIERS, "none"], dtype=object)[self.tier]
         return pd.DataFrame(
             {
                 "request_id": self.request_id,

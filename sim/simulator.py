@@ -133,9 +133,7 @@ class Simulation:
     def became_idle(self, instance: Instance) -> None:
         self.cluster.mark_idle(instance)
         instance.idle_since = self.clock.now
-        instance.keep_alive = self.clock.call_in(
-            self.config.keep_alive_s, self._expire, instance
-        )
+        instance.keep_alive = self.clock.call_in(self.config.keep_alive_s, self._expire, instance)
         self._drain()
 
     def _expire(self, instance: Instance) -> None:

@@ -1,14 +1,26 @@
 """Write plain configuration dicts as TOML (the standard library only reads TOML)."""
 
-import json
 import math
 import re
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _string(text: str) -> str:
+    """A TOML basic string: quote, backslash and control characters escaped."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _key(name: str) -> str:
-    return name if _BARE_KEY.match(name) else json.dumps(name)
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
 
 
 def _value(value: object) -> str:
@@ -23,7 +35,7 @@ def _value(value: object) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return _string(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")

@@ -1,0 +1,81 @@
+"""Shared helpers: small clusters written as TOML, and traces written as rows."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sim import seeds
+from sim.config import ClusterConfig, load_config
+from sim.simulator import Simulation
+
+# One server, two GPUs, bandwidths and sizes that are exact in binary floating point, so
+# hand-computed times compare with ==.
+TINY = """
+keep_alive_s = 8.0
+instance_startup_s = 2.0
+
+[[servers]]
+name = "tiny"
+count = {count}
+gpus = {gpus}
+gpu_memory = "16GiB"
+dram = "8GiB"
+ssd = "64GiB"
+ssd_read = "2GiB/s"
+network = "1GiB/s"
+pcie = "4GiB/s"
+
+[models.a]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+decode_step_per_request_s = 0.125
+max_batch = {max_batch}
+ssd_servers = {ssd_a}
+
+[models.b]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+max_batch = {max_batch}
+ssd_servers = {ssd_b}
+"""
+
+GiB = 2**30
+
+
+def tiny_config(
+    tmp_path: Path,
+    *,
+    count: int = 1,
+    gpus: int = 2,
+    max_batch: int = 4,
+    ssd_a: str = "[]",
+    ssd_b: str = "[]",
+    extra: str = "",
+) -> ClusterConfig:
+    path = tmp_path / "tiny.toml"
+    text = TINY.format(count=count, gpus=gpus, max_batch=max_batch, ssd_a=ssd_a, ssd_b=ssd_b)
+    path.write_text(text + extra)
+    return load_config(path)
+
+
+def simulate(
+    config: ClusterConfig,
+    rows: list[tuple[float, str, int, int]],
+    policy: str = "locality",
+    seed: int = 0,
+) -> Simulation:
+    """Run `rows` of (arrival_s, model, input_tokens, output_tokens) to completion."""
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"))
+    sim.run()
+    return sim
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent

@@ -1,0 +1,58 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.cache import CheckpointCache
+
+
+def make(capacity):
+    changes = []
+    cache = CheckpointCache(capacity, lambda model, held: changes.append((model, held)))
+    return cache, changes
+
+
+def test_least_recently_used_is_evicted_first():
+    cache, changes = make(10)
+    cache.admit("a", 4)
+    cache.admit("b", 4)
+    cache.touch("a")
+    assert cache.admit("c", 4)
+    assert cache.models() == ["a", "c"]
+    assert ("b", False) in changes and cache.used == 8
+
+
+def test_pinned_checkpoints_are_never_evicted():
+    cache, _ = make(10)
+    cache.admit("a", 4)
+    cache.admit("b", 4)
+    cache.pin("a")
+    assert cache.admit("c", 4)
+    assert cache.models() == ["a", "c"]
+    cache.pin("c")
+    assert not cache.admit("d", 4)  # only pinned entries are left to evict
+    assert cache.models() == ["a", "c"]
+    cache.unpin("a")
+    assert cache.admit("d", 4)
+    assert cache.models() == ["c", "d"]
+
+
+def test_a_checkpoint_larger_than_the_cache_is_refused():
+    cache, changes = make(10)
+    cache.admit("a", 4)
+    assert not cache.admit("huge", 11)
+    assert cache.models() == ["a"] and changes == [("a", True)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(1, 6), st.booleans())))
+def test_capacity_is_never_exceeded(operations):
+    cache, _ = make(12)
+    pinned = set()
+    for model, size, pin in operations:
+        if model in pinned:
+            cache.unpin(model)
+            pinned.discard(model)
+        elif cache.admit(model, size) and pin:
+            cache.pin(model)
+            pinned.add(model)
+        assert cache.used <= cache.capacity
+        assert pinned <= set(cache.models())
