@@ -120,7 +120,10 @@ class Instance:
     def _pause_decode(self) -> None:
         """Bring `v` up to now and stop the decode clock (a prefill runs alone)."""
         if self._decode_timer is not None:
-            self._v += (self._clock.now - self._v_at) / self._step()
+            # Never past the next finish (rounding could put it there when this runs at
+            # the very instant that finish is due, before its timer fires).
+            advanced = self._v + (self._clock.now - self._v_at) / self._step()
+            self._v = min(advanced, self._decoding[0][0])
             self._decode_timer.cancel()
             self._decode_timer = None
 

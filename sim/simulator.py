@@ -102,7 +102,7 @@ class Simulation:
         return best
 
     def _join(self, i: int, instance: Instance, tier: str, estimate_s: float = np.nan) -> None:
-        if instance.is_idle:
+        if instance.keep_alive is not None:  # idle and counting down, not just emptied
             self.cluster.mark_busy(instance)
             instance.keep_alive.cancel()
             instance.keep_alive = None

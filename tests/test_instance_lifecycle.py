@@ -67,3 +67,32 @@ def test_max_batch_starts_a_second_instance(tmp_path):
     assert sim.loads_by_tier["remote"] == 2
     # Two remote loads share the 1 GiB/s network.
     assert list(sim.table.ttft_s) == [2.0 + 8 * GiB / GiB + PREFILL] * 2
+
+
+def test_a_waiting_request_takes_the_slot_of_a_request_that_just_finished(tmp_path):
+    config = tiny_config(tmp_path, gpus=1, max_batch=1)
+    sim = simulate(config, [(0.0, "a", 512, 1), (0.0, "a", 512, 2)])
+    first_done = READY + PREFILL
+    assert sim.loads_by_tier["remote"] == 1
+    assert sim.table.queue_s[1] == first_done
+    assert sim.table.e2e_s[1] == first_done + PREFILL + 0.125
+
+
+def test_a_request_arriving_exactly_when_a_decode_finishes(tmp_path):
+    # Step times and prefill rates that are not binary fractions make the decode clock
+    # round; the arrival lands at the instant the first request's last token is due.
+    extra = """
+[models.odd]
+weights = "1GiB"
+gpus = 1
+prefill_tokens_per_s = 1013.7
+decode_step_s = 0.0317
+decode_step_per_request_s = 0.0011
+"""
+    config = tiny_config(tmp_path, extra=extra)
+    for prompt in range(100, 2100, 40):
+        alone = simulate(config, [(0.0, "odd", prompt, 37)])
+        finish = float(alone.table.e2e_s[0])
+        both = simulate(config, [(0.0, "odd", prompt, 37), (finish, "odd", prompt, 5)])
+        assert (both.table.status == 1).all()
+        assert both.table.e2e_s[0] >= finish
