@@ -50,7 +50,6 @@ class Instance:
         self.state = STARTING
         self.allocated_at = clock.now
         self.ready_at = float("inf")
-        self.idle_since = float("nan")
         self.keep_alive: Timer | None = None
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None

@@ -132,7 +132,6 @@ class Simulation:
 
     def became_idle(self, instance: Instance) -> None:
         self.cluster.mark_idle(instance)
-        instance.idle_since = self.clock.now
         instance.keep_alive = self.clock.call_in(self.config.keep_alive_s, self._expire, instance)
         self._drain()
 
