@@ -36,7 +36,7 @@ class Cluster:
             name: [
                 g
                 for g, group in enumerate(config.servers)
-                if group.gpus >= spec.gpus and group.gpu_memory * spec.gpus >= spec.weights
+                if group.can_host(spec.gpus, spec.weights)
             ]
             for name, spec in config.models.items()
         }

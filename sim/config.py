@@ -33,6 +33,10 @@ class ServerGroup:
     network: float
     pcie: float
 
+    def can_host(self, gpus: int, weights: int) -> bool:
+        """Whether one server of this group can run an instance needing `gpus` GPUs."""
+        return self.gpus >= gpus and self.gpu_memory * gpus >= weights
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -76,10 +80,15 @@ class ClusterConfig:
 # --- value parsers: each takes the raw TOML value and returns the normalised one ---
 
 
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"expected a positive integer, got {value!r}")
+def _integer(value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"expected {wanted}, got {value!r}")
     return value
+
+
+def _positive_int(value: Any) -> int:
+    return _integer(value, 1)
 
 
 def _number(value: Any, *, positive: bool) -> float:
@@ -101,9 +110,7 @@ def _non_negative(value: Any) -> float:
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"expected an integer >= 0, got {value!r}")
-    return value
+    return _integer(value, 0)
 
 
 def _size(value: Any) -> int:
@@ -263,16 +270,12 @@ def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:
                 f"(the cluster has {count} servers, numbered from 0)"
             )
     copies = min(spec["ssd_copies"], count)
-    spread = {(rank * copies + j) % count for j in range(copies)}
-    return sorted(set(spec["ssd_servers"]) | spread)
+    return spec["ssd_servers"] or sorted({(rank * copies + j) % count for j in range(copies)})
 
 
 def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...]) -> None:
     """Refuse a model that no server can ever host."""
-    fits = any(
-        g.gpus >= spec["gpus"] and g.gpu_memory * spec["gpus"] >= spec["weights"] for g in servers
-    )
-    if not fits:
+    if not any(group.can_host(spec["gpus"], spec["weights"]) for group in servers):
         raise InputError(
             f"models.{name}: needs {spec['gpus']} GPUs holding {spec['weights']} bytes, "
             "which no server group can provide"
