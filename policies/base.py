@@ -25,18 +25,32 @@ class Request:
     arrival_s: float
     input_tokens: int
     output_tokens: int
+    preempted: bool = False  # put back in the queue by a preemption, progress lost
+
+
+@dataclass(frozen=True)
+class Move:
+    """Live-migrate running instance `instance` to `destination`, freeing its GPUs."""
+
+    instance: int
+    destination: int
 
 
 @dataclass(frozen=True)
 class Start:
     """Start a new instance of the request's model on `server`.
 
+    If the server lacks GPUs, the decision frees them: `migrate` moves running instances
+    away (the new instance starts once they have left), `preempt` stops running
+    instances at once and puts their requests back in the queue, their progress lost.
     `estimate_s` is the policy's own estimate of the startup time it expects (recorded
     next to the actual one so its error is measured); NaN when the policy makes none.
     """
 
     server: int
     estimate_s: float = float("nan")
+    migrate: tuple[Move, ...] = ()
+    preempt: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,11 +61,41 @@ class Wait:
 Decision = Start | Wait
 
 
+@dataclass(frozen=True)
+class Running:
+    """A busy warm instance that a decision may migrate or preempt."""
+
+    id: int
+    model: str
+    gpus: int
+    tokens: float  # context tokens (prompt + generated) whose KV cache it holds
+    decoding: int  # requests in its decode batch
+    step_s: float  # seconds per decode step at that batch size
+
+
+@dataclass(frozen=True)
+class RoundCost:
+    """A migration round over n tokens takes `per_token_s * n + fixed_s` seconds."""
+
+    per_token_s: float
+    fixed_s: float
+    stop_tokens: float
+    max_rounds: int
+
+    def round_s(self, tokens: float) -> float:
+        return self.per_token_s * tokens + self.fixed_s
+
+
 class ClusterView(Protocol):
     """What a policy may read. Server ids are ints from 0."""
 
     @property
     def now(self) -> float: ...
+
+    @property
+    def startup_s(self) -> float:
+        """Fixed cost of starting an instance, before its checkpoint load."""
+        ...
 
     def gpus_needed(self, model: str) -> int: ...
 
@@ -73,6 +117,27 @@ class ClusterView(Protocol):
 
     def gpus_in_use(self, server: int) -> int:
         """GPUs held by busy, starting or loading instances (idle ones can be reclaimed)."""
+        ...
+
+    def available_gpus(self, server: int) -> int:
+        """GPUs a new instance could have now: free ones plus those of idle instances."""
+        ...
+
+    def fastest_tier(self, server: int, model: str) -> str:
+        """The tier a load of `model` on `server` would come from: dram, ssd or remote."""
+        ...
+
+    def load_s(self, server: int, model: str, delay: float) -> float:
+        """Seconds a load of `model` on `server` beginning `delay` seconds from now would
+        take, sharing links with the loads in flight (assuming no others begin)."""
+        ...
+
+    def running(self, server: int) -> list[Running]:
+        """The busy warm instances on `server` that could be migrated or preempted."""
+        ...
+
+    def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
+        """The cost model of migrating an instance of `model` between two servers."""
         ...
 
 

@@ -8,16 +8,19 @@ class is also the policies' read-only `ClusterView`.
 
 from collections.abc import Iterator
 
+from policies.base import RoundCost, Running
 from sim.clock import Clock
 from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
+from sim.loading import LINKS, fastest_tier
 from sim.server import Server
 
 
 class Cluster:
     def __init__(self, config: ClusterConfig, clock: Clock) -> None:
         self._clock = clock
+        self._config = config
         self.models: dict[str, ModelSpec] = config.models
         self._holders: dict[str, dict[str, IndexedSet]] = {
             tier: {name: IndexedSet() for name in config.models} for tier in ("dram", "ssd")
@@ -101,22 +104,74 @@ class Cluster:
         s = self.servers[server]
         return s.gpus - s.available_gpus
 
+    def available_gpus(self, server: int) -> int:
+        return self.servers[server].available_gpus
+
+    @property
+    def startup_s(self) -> float:
+        return self._config.instance_startup_s
+
+    def fastest_tier(self, server: int, model: str) -> str:
+        return fastest_tier(self.servers[server], model)
+
+    def load_s(self, server: int, model: str, delay: float) -> float:
+        s, spec = self.servers[server], self.models[model]
+        links = LINKS[fastest_tier(s, model)]
+        return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
+
+    def running(self, server: int) -> list[Running]:
+        return [
+            Running(
+                i.id,
+                i.model.name,
+                i.model.gpus,
+                sum(i.kv_tokens().values()),
+                i.decoding,
+                i.model.decode_step(i.decoding),
+            )
+            for i in self.servers[server].instances
+            if i.movable
+        ]
+
+    def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
+        m = self._config.migration
+        network = min(self.servers[source].group.network, self.servers[destination].group.network)
+        per_token = m.bytes_per_token / network + 1 / self.models[model].prefill_tokens_per_s
+        return RoundCost(per_token, m.round_overhead_s, m.stop_tokens, m.max_rounds)
+
+    def instance(self, server: int, instance_id: int) -> Instance | None:
+        """The live instance with that id on `server`, if any."""
+        for i in self.servers[server].instances:
+            if i.id == instance_id:
+                return i
+        return None
+
     # --- mutations (the simulator's) ---
 
-    def place(self, instance: Instance) -> list[Instance]:
+    def place(self, instance: Instance, leaving: list[Instance] | None = None) -> list[Instance]:
         """Give `instance` its GPUs, reclaiming idle instances (oldest idle first).
 
-        Returns the reclaimed instances, already stopped.
+        The GPUs of `leaving` (busy instances being migrated away) pass to it now, though
+        they stay occupied until those instances have left. Returns the reclaimed
+        instances, already stopped.
         """
         server = self.servers[instance.server]
+        for other in leaving or ():
+            server.free_gpus += other.model.gpus
         reclaimed = []
         while server.free_gpus < instance.model.gpus:
+            if not server.idle:
+                raise RuntimeError(
+                    f"no room for {instance.model.name} on server {server.id}: "
+                    "a policy chose a server that cannot start it"
+                )
             victim = next(iter(server.idle))
             self.stop(victim)
             reclaimed.append(victim)
         server.free_gpus -= instance.model.gpus
         self._reindex(server)
         self.instances[instance.model.name].append(instance)
+        server.instances[instance] = None
         return reclaimed
 
     def mark_idle(self, instance: Instance) -> None:
@@ -135,8 +190,14 @@ class Cluster:
         """Stop an idle instance: its GPUs are freed, its checkpoint stays in DRAM."""
         self.mark_busy(instance)
         instance.stop()
+        self.retire(instance, free_gpus=True)
+
+    def retire(self, instance: Instance, *, free_gpus: bool) -> None:
+        """Take a stopped instance off the books; `free_gpus` unless they passed on."""
         server = self.servers[instance.server]
-        server.free_gpus += instance.model.gpus
-        self._reindex(server)
+        if free_gpus:
+            server.free_gpus += instance.model.gpus
+            self._reindex(server)
         self.instances[instance.model.name].remove(instance)
+        del server.instances[instance]
         self.gpu_seconds += instance.model.gpus * (self._clock.now - instance.allocated_at)

@@ -1,9 +1,10 @@
 """The cluster configuration: TOML on disk, validated into frozen dataclasses.
 
 A user file is laid over the bundled defaults (`sim/defaults/cluster.toml`): top-level
-scalars and `[workload]` keys override one by one; `[[servers]]` and `[models]`, when
-given, replace the default lists whole (a study chooses its own hardware and catalog), and
-a server group's missing keys take the first default group's values. Every error names
+scalars and the keys of `[workload]` and `[migration]` override one by one; `[[servers]]`
+and `[models]`, when given, replace the default lists whole (a study chooses its own
+hardware and catalog), and a server group's missing keys take the first default group's
+values. Every error names
 the file and the key.
 """
 
@@ -61,12 +62,29 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class MigrationSpec:
+    """Live migration's cost model: each round sends tokens and recomputes their KV cache.
+
+    A round over n tokens takes `round_overhead_s + n * bytes_per_token / network +
+    n / recompute rate`, the `a * n + b` of ServerlessLLM; the recompute rate is the
+    model's prefill rate (recomputing a KV cache is a prefill). Rounds stop once a round
+    saw fewer than `stop_tokens` new tokens, or after `max_rounds`.
+    """
+
+    bytes_per_token: float
+    round_overhead_s: float
+    stop_tokens: float
+    max_rounds: int
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     servers: tuple[ServerGroup, ...]
     models: dict[str, ModelSpec]  # in catalog (popularity) order
     keep_alive_s: float
     instance_startup_s: float
     zipf_exponent: float
+    migration: MigrationSpec
     resolved: dict[str, Any]  # the normalised table, written back as config.toml
 
     @property
@@ -145,6 +163,12 @@ Parser = Callable[[Any], Any]
 
 _TOP: dict[str, Parser] = {"keep_alive_s": _non_negative, "instance_startup_s": _non_negative}
 _WORKLOAD: dict[str, Parser] = {"zipf_exponent": _non_negative}
+_MIGRATION: dict[str, Parser] = {
+    "bytes_per_token": _positive,
+    "round_overhead_s": _non_negative,
+    "stop_tokens": _positive,
+    "max_rounds": _positive_int,
+}
 _SERVER: dict[str, Parser] = {
     "name": _name,
     "count": _positive_int,
@@ -174,6 +198,10 @@ _MODEL_DEFAULTS = {
 }
 
 
+# Tables whose keys the user overrides one by one.
+_SECTIONS = ("workload", "migration")
+
+
 def _table(value: Any, key: str) -> dict:
     if not isinstance(value, dict):
         raise InputError(f"{key}: expected a table, got {value!r}")
@@ -199,13 +227,14 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, "workload", "servers", "models"):
+        if key not in (*_TOP, *_SECTIONS, "servers", "models"):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
-                "workload, servers, models)"
+                "workload, migration, servers, models)"
             )
     merged = {**default, **{k: v for k, v in user.items() if k in _TOP}}
-    merged["workload"] = {**default["workload"], **_table(user.get("workload", {}), "workload")}
+    for section in _SECTIONS:
+        merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
         groups = user["servers"]
         if not isinstance(groups, list) or not groups:
@@ -225,6 +254,7 @@ def _merge(default: dict, user: dict) -> dict:
 def _build(table: dict) -> ClusterConfig:
     top = _parse_fields({k: table[k] for k in _TOP}, _TOP, "")
     workload = _parse_fields(table["workload"], _WORKLOAD, "workload.")
+    migration = _parse_fields(table["migration"], _MIGRATION, "migration.")
     groups = [
         _parse_fields(group, _SERVER, f"servers[{i}].") for i, group in enumerate(table["servers"])
     ]
@@ -243,13 +273,20 @@ def _build(table: dict) -> ClusterConfig:
             name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
         )
     _check_ssd_space(models, servers)
-    resolved = {**top, "workload": workload, "servers": groups, "models": model_tables}
+    resolved = {
+        **top,
+        "workload": workload,
+        "migration": migration,
+        "servers": groups,
+        "models": model_tables,
+    }
     return ClusterConfig(
         servers=servers,
         models=models,
         keep_alive_s=top["keep_alive_s"],
         instance_startup_s=top["instance_startup_s"],
         zipf_exponent=workload["zipf_exponent"],
+        migration=MigrationSpec(**migration),
         resolved=resolved,
     )
 

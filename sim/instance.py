@@ -11,10 +11,15 @@ one event per token, the instance keeps a virtual token counter `v` (tokens gene
 any member since the instance started) that grows at 1 / step seconds; a member that
 joined at v0 needing n more tokens finishes when v = v0 + n. Only the earliest finish is
 scheduled, and it is re-timed whenever the batch changes, exactly like a flow on a link.
+
+Migration: an instance can hand its requests over (`detach`), each with the tokens it has
+left to generate, and a fresh one can take them (`adopt`). A migration's destination is
+`reserved` until then: it takes no new requests and does not count as idle.
 """
 
 import heapq
 from collections import deque
+from dataclasses import dataclass
 from typing import Protocol
 
 from sim.clock import Clock, Timer
@@ -28,20 +33,34 @@ class InstanceEvents(Protocol):
 
     def first_token(self, instance: "Instance", request: int) -> None: ...
 
-    def request_done(self, instance: "Instance", request: int) -> None: ...
+    def request_done(self, instance: "Instance", request: int, generated: float) -> None:
+        """`request` finished here, after `generated` tokens on this instance."""
 
     def became_idle(self, instance: "Instance") -> None: ...
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A request leaving an instance: what it has left and what it got there."""
+
+    request: int
+    prompt_tokens: int
+    output_tokens: int
+    remaining: float | None  # tokens left to decode; None if its prefill had not finished
+    generated: float  # tokens generated for it on the instance it leaves
 
 
 class Instance:
     def __init__(
         self,
+        instance_id: int,
         clock: Clock,
         events: InstanceEvents,
         model: ModelSpec,
         server: int,
         tier: str,
     ) -> None:
+        self.id = instance_id
         self._clock = clock
         self._events = events
         self.model = model
@@ -51,9 +70,12 @@ class Instance:
         self.allocated_at = clock.now
         self.ready_at = float("inf")
         self.keep_alive: Timer | None = None
+        self.reserved = False  # a migration's destination, until the requests arrive
+        self.migrating = False  # a migration's source: takes no new requests
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None
-        self._decoding: list[tuple[float, int]] = []  # heap of (finish v, request)
+        # Heap of (finish v, request, prompt, output, v at which it started generating here).
+        self._decoding: list[tuple[float, int, int, int, float]] = []
         self._decode_timer: Timer | None = None
         self._v = 0.0
         self._v_at = 0.0
@@ -65,11 +87,69 @@ class Instance:
 
     @property
     def has_room(self) -> bool:
-        return self.state != STOPPED and self.load < self.model.max_batch
+        return (
+            self.state != STOPPED
+            and not (self.reserved or self.migrating)
+            and self.load < self.model.max_batch
+        )
 
     @property
     def is_idle(self) -> bool:
-        return self.state == WARM and self.load == 0
+        return self.state == WARM and self.load == 0 and not self.reserved
+
+    @property
+    def movable(self) -> bool:
+        """Busy and warm, not already part of a migration: may be migrated or preempted."""
+        return self.state == WARM and self.load > 0 and not (self.reserved or self.migrating)
+
+    @property
+    def decoding(self) -> int:
+        return len(self._decoding)
+
+    def _v_now(self) -> float:
+        """The virtual token counter now, never past the next finish (rounding could put it
+        there at the very instant that finish is due, before its timer fires)."""
+        if self._decode_timer is None:
+            return self._v
+        advanced = self._v + (self._clock.now - self._v_at) / self._step()
+        return min(advanced, self._decoding[0][0])
+
+    def kv_tokens(self) -> dict[int, float]:
+        """Context tokens (prompt + generated) per request whose KV cache is held here."""
+        v = self._v_now()
+        return {r: prompt + out - (finish - v) for finish, r, prompt, out, _ in self._decoding}
+
+    def detach(self) -> list[Handover]:
+        """Stop serving and hand every request over, as far as it has got.
+
+        A prefill in progress is abandoned (the request is handed over unprefilled).
+        """
+        self._pause_decode()
+        if self._prefill_timer is not None:
+            self._prefill_timer.cancel()
+            self._prefill_timer = None
+        v = self._v
+        out = [
+            Handover(r, prompt, output, finish - v, v - start)
+            for finish, r, prompt, output, start in sorted(self._decoding)
+        ]
+        out += [Handover(r, prompt, output, None, 0.0) for r, prompt, output in self._prefill]
+        self._decoding.clear()
+        self._prefill.clear()
+        self.state = STOPPED
+        return out
+
+    def adopt(self, requests: list[Handover]) -> None:
+        """Take over migrated requests (this instance is warm and reserved for them)."""
+        self.reserved = False
+        v = self._v
+        for h in requests:
+            if h.remaining is None:
+                self._prefill.append((h.request, h.prompt_tokens, h.output_tokens))
+            else:
+                item = (v + h.remaining, h.request, h.prompt_tokens, h.output_tokens, v)
+                heapq.heappush(self._decoding, item)
+        self._continue()
 
     def admit(self, request: int, prompt_tokens: int, output_tokens: int) -> None:
         """Take a request; it is prefilled as soon as the instance is warm and free."""
@@ -101,14 +181,15 @@ class Instance:
         self._prefill_timer = self._clock.call_in(self.model.prefill_s(tokens), self._end_prefill)
 
     def _end_prefill(self) -> None:
-        request, _, output_tokens = self._prefill.popleft()
+        request, prompt, output = self._prefill.popleft()
         self._prefill_timer = None
         self._events.first_token(self, request)
-        remaining = output_tokens - 1
-        if remaining > 0:
-            heapq.heappush(self._decoding, (self._v + remaining, request))
+        if output > 1:
+            # It starts one token ahead: the first came out of the prefill.
+            v = self._v
+            heapq.heappush(self._decoding, (v + output - 1, request, prompt, output, v - 1))
         else:
-            self._events.request_done(self, request)
+            self._events.request_done(self, request, 1.0)
         self._continue()
 
     # --- decode ---
@@ -119,10 +200,7 @@ class Instance:
     def _pause_decode(self) -> None:
         """Bring `v` up to now and stop the decode clock (a prefill runs alone)."""
         if self._decode_timer is not None:
-            # Never past the next finish (rounding could put it there when this runs at
-            # the very instant that finish is due, before its timer fires).
-            advanced = self._v + (self._clock.now - self._v_at) / self._step()
-            self._v = min(advanced, self._decoding[0][0])
+            self._v = self._v_now()
             self._decode_timer.cancel()
             self._decode_timer = None
 
@@ -132,7 +210,7 @@ class Instance:
             finish_v = self._decoding[0][0]
             delay = (finish_v - self._v) * self._step()
             self._decode_timer = self._clock.call_in(delay, self._end_decode, finish_v)
-        elif self.load == 0:
+        elif self.load == 0 and not self.reserved:
             self._events.became_idle(self)
 
     def _end_decode(self, finish_v: float) -> None:
@@ -140,8 +218,8 @@ class Instance:
         self._v = finish_v  # the timer was set for exactly this point
         self._v_at = self._clock.now
         while self._decoding and self._decoding[0][0] <= finish_v:
-            _, request = heapq.heappop(self._decoding)
-            self._events.request_done(self, request)
+            _, request, _, _, start = heapq.heappop(self._decoding)
+            self._events.request_done(self, request, finish_v - start)
         self._continue()
 
     def _continue(self) -> None:

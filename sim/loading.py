@@ -13,7 +13,8 @@ from collections.abc import Callable
 from sim.config import ModelSpec
 from sim.server import Server
 
-_LINKS = {"dram": (), "ssd": ("ssd",), "remote": ("network",)}
+# The shared links a load from each tier crosses (the PCIe lanes are the load's own cap).
+LINKS = {"dram": (), "ssd": ("ssd",), "remote": ("network",)}
 
 
 def fastest_tier(server: Server, model: str) -> str:
@@ -37,7 +38,7 @@ class CheckpointLoad:
 
     @property
     def links(self) -> tuple[str, ...]:
-        return _LINKS[self.tier]
+        return LINKS[self.tier]
 
     def start(self, on_done: Callable[[], None]) -> None:
         def finish() -> None:

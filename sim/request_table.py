@@ -3,6 +3,13 @@
 The simulator writes each outcome into numpy arrays as it happens, so a finished request
 costs a few dozen bytes and no Python object; the table becomes a DataFrame once, at the
 end.
+
+TTFT = queue_s + startup_s + prefill_s exactly: queue to the (last) placement, startup
+until its instance was ready, prefill after that (waiting behind other prefills, and any
+migration pause before its first token, included). A preempted request starts over: its
+parts are those of the attempt that finished, the lost attempt counting as queueing.
+`generated` counts the tokens each request received, summed over the instances that
+served it; a request ends only when that equals its output length.
 """
 
 import numpy as np
@@ -37,6 +44,13 @@ class RequestTable:
         self.prefill_s = np.full(n, np.nan)
         self.ttft_s = np.full(n, np.nan)
         self.e2e_s = np.full(n, np.nan)
+        self.generated = np.zeros(n)
+        self.migration_pause_s = np.zeros(n)
+        self.migration_rounds = np.zeros(n, dtype=np.int32)
+        self.migration_bytes = np.zeros(n)
+        self.migrations = np.zeros(n, dtype=np.int32)
+        self.preemptions = np.zeros(n, dtype=np.int32)
+        self.wasted_tokens = 0.0  # generated, then lost to a preemption
 
     def placed(self, i: int, now: float, server: int, tier: str, estimate_s: float) -> None:
         self.placed_at[i] = now
@@ -47,13 +61,53 @@ class RequestTable:
     def first_token(self, i: int, now: float, ready_at: float) -> None:
         """Split the TTFT: queue (to placement), startup (waiting for the instance), prefill."""
         placed = self.placed_at[i]
-        start = max(placed, ready_at)
+        if np.isnan(self.startup_s[i]):  # else fixed when it moved before its prefill
+            self.startup_s[i] = max(placed, ready_at) - placed
         self.queue_s[i] = placed - self.arrival[i]
-        self.startup_s[i] = start - placed
-        self.prefill_s[i] = now - start
+        self.prefill_s[i] = now - placed - self.startup_s[i]
         self.ttft_s[i] = now - self.arrival[i]
 
-    def done(self, i: int, now: float) -> None:
+    def moved_before_prefill(self, i: int, ready_at: float) -> None:
+        """Migrated before its prefill: its startup ended when its first instance was ready."""
+        self.startup_s[i] = max(self.placed_at[i], ready_at) - self.placed_at[i]
+
+    def migrated(
+        self, i: int, pause_s: float, rounds: int, bytes_sent: float, generated: float
+    ) -> None:
+        self.migrations[i] += 1
+        self.migration_pause_s[i] += pause_s
+        self.migration_rounds[i] += rounds
+        self.migration_bytes[i] += bytes_sent
+        self.generated[i] += generated
+
+    def preempted(self, i: int, generated: float) -> None:
+        """Back to the queue: the attempt and the tokens it generated are lost."""
+        self.preemptions[i] += 1
+        self.wasted_tokens += generated
+        self.generated[i] = 0.0
+        self.server[i] = -1
+        self.tier[i] = -1
+        for column in (
+            self.placed_at,
+            self.estimate_s,
+            self.queue_s,
+            self.startup_s,
+            self.prefill_s,
+            self.ttft_s,
+        ):
+            column[i] = np.nan
+
+    def done(self, i: int, now: float, generated: float) -> None:
+        """Request `i` ended; `generated` tokens came from the instance that finished it."""
+        if self.status[i] != 0:
+            raise RuntimeError(f"request #{i} ended twice; this is a bug in thaw")
+        self.generated[i] += generated
+        wanted = self.output_tokens[i]
+        if abs(self.generated[i] - wanted) > 1e-6 * wanted:
+            raise RuntimeError(
+                f"request #{i} ended with {self.generated[i]} of its {wanted} tokens; "
+                "this is a bug in thaw"
+            )
         self.e2e_s[i] = now - self.arrival[i]
         self.status[i] = STATUSES.index("done")
 
@@ -72,11 +126,15 @@ class RequestTable:
                 "tier": pd.Categorical(tier, categories=[*START_TIERS, "none"]),
                 "queue_s": self.queue_s,
                 "startup_s": self.startup_s,
-                "migration_pause_s": np.zeros(self.n),
+                "migration_pause_s": self.migration_pause_s,
                 "prefill_s": self.prefill_s,
                 "ttft_s": self.ttft_s,
                 "e2e_s": self.e2e_s,
                 "status": pd.Categorical.from_codes(self.status, STATUSES),
                 "estimated_startup_s": self.estimate_s,
+                "migrations": self.migrations,
+                "migration_rounds": self.migration_rounds,
+                "migration_bytes": self.migration_bytes,
+                "preemptions": self.preemptions,
             }
         )

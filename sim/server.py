@@ -30,6 +30,7 @@ class Server:
             group.ssd, lambda model, held: on_cache_change("ssd", model, server_id, held)
         )
         self.free_gpus = group.gpus
+        self.instances: dict[Instance, None] = {}  # every live instance, oldest first
         # Warm instances holding no request, oldest idle first: reclaimed in that order.
         self.idle: dict[Instance, None] = {}
         self.idle_gpus = 0

@@ -6,8 +6,15 @@ starts, or that it waits. Waiting requests are retried, oldest model queue first
 whenever capacity frees up: a batch slot, or an instance going idle (its GPUs can be
 reclaimed). Events per request: its arrival, its prefill and its finish, plus a startup,
 a load and a keep-alive timer per cold start.
+
+A decision may free GPUs first: by live migration (`sim.migration`; the new instance
+starts once every instance it displaces has left) or by preemption (the displaced
+instances stop at once and their requests go back to the queue, their progress lost; a
+preempted request cannot itself trigger a preemption, so preemptions cannot cascade).
 """
 
+import bisect
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,8 +27,9 @@ from policies.base import Request, Start
 from sim.clock import Clock
 from sim.cluster import Cluster
 from sim.config import ClusterConfig
-from sim.instance import WARM, Instance
+from sim.instance import WARM, Handover, Instance
 from sim.loading import CheckpointLoad
+from sim.migration import Migration
 from sim.request_table import RequestTable
 
 
@@ -43,7 +51,13 @@ class Simulation:
         self._waiting: dict[str, deque[int]] = {}  # per model, FIFO; insertion = first waiter
         self._draining = False
         self._progress = progress
+        self._ids = itertools.count()
+        # Instances waiting for migrations to free their GPUs: [migrations left, start].
+        self._held: dict[Instance, list] = {}
+        self._migration_of: dict[Instance, Migration] = {}  # by source
         self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
+        self.migrations = 0
+        self.preemptions = 0
         self.wall_s = 0.0
 
     # --- arrivals and routing ---
@@ -79,14 +93,35 @@ class Simulation:
             return True
         t = self.table
         request = Request(
-            i, model, float(t.arrival[i]), int(t.input_tokens[i]), int(t.output_tokens[i])
+            i,
+            model,
+            float(t.arrival[i]),
+            int(t.input_tokens[i]),
+            int(t.output_tokens[i]),
+            bool(t.preemptions[i]),
         )
         decision = self.policy.place(request, self.cluster)
         if not isinstance(decision, Start):
             return False
-        instance = self._launch(model, decision.server)
+        if decision.preempt and request.preempted:
+            raise RuntimeError(f"policy {self.policy.name}: a preempted request preempted")
+        for victim in decision.preempt:
+            self._preempt(self._movable(decision.server, victim))
+        leaving = [self._movable(decision.server, move.instance) for move in decision.migrate]
+        instance = self._launch(model, decision.server, leaving)
+        for move, source in zip(decision.migrate, leaving, strict=True):
+            self._migrate(source, move.destination, instance)
         self._join(i, instance, instance.tier, decision.estimate_s)
         return True
+
+    def _movable(self, server: int, instance_id: int) -> Instance:
+        instance = self.cluster.instance(server, instance_id)
+        if instance is None or not instance.movable:
+            raise RuntimeError(
+                f"policy {self.policy.name}: instance {instance_id} on server {server} "
+                "is not a busy warm instance that can be moved"
+            )
+        return instance
 
     def _instance_with_room(self, model: str) -> Instance | None:
         """The least loaded warm instance with room, else the earliest starting one."""
@@ -111,26 +146,95 @@ class Simulation:
 
     # --- cold starts ---
 
-    def _launch(self, model: str, server: int) -> Instance:
-        """Start an instance: fixed start-up cost, then the checkpoint load, then warm."""
+    def _launch(
+        self,
+        model: str,
+        server: int,
+        leaving: list[Instance] | None = None,
+        on_ready: Callable[[], None] | None = None,
+    ) -> Instance:
+        """Start an instance: fixed start-up cost, then the checkpoint load, then warm.
+
+        With `leaving` (instances migrating away to free its GPUs), the start waits until
+        they have all left.
+        """
         spec = self.config.models[model]
         load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
-        instance = Instance(self.clock, self, spec, server, load.tier)
-        self.cluster.place(instance)
+        instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
+        self.cluster.place(instance, leaving)
         self.loads_by_tier[load.tier] += 1
-        self.clock.call_in(self.config.instance_startup_s, load.start, instance.ready)
+
+        def ready() -> None:
+            instance.ready()
+            if on_ready is not None:
+                on_ready()
+
+        def start() -> None:
+            instance.allocated_at = self.clock.now
+            self.clock.call_in(self.config.instance_startup_s, load.start, ready)
+
+        if leaving:
+            self._held[instance] = [len(leaving), start]
+        else:
+            start()
         return instance
+
+    # --- freeing GPUs: migration and preemption ---
+
+    def _migrate(self, source: Instance, destination: int, waiting: Instance) -> None:
+        """Move `source` to a new instance on `destination`; its GPUs go to `waiting`."""
+        model = source.model.name
+        cost = self.cluster.round_cost(model, source.server, destination)
+        # The target cannot be ready before `migration` below exists (its start is a timer).
+        target = self._launch(model, destination, on_ready=lambda: migration.target_ready())
+        bytes_per_token = self.config.migration.bytes_per_token
+        migration = Migration(self.clock, self, source, target, cost, bytes_per_token, waiting)
+        self._migration_of[source] = migration
+        self.migrations += 1
+
+    def source_left(self, migration: Migration) -> None:
+        source = migration.source
+        del self._migration_of[source]
+        self.cluster.retire(source, free_gpus=False)
+        held = self._held[migration.waiting]
+        held[0] -= 1
+        if held[0] == 0:
+            del self._held[migration.waiting]
+            held[1]()
+
+    def migration_done(self, migration: Migration, moved: list[Handover], pause_s: float) -> None:
+        for h in moved:
+            self.table.migrated(
+                h.request, pause_s, migration.rounds, migration.bytes_sent(h), h.generated
+            )
+            if h.remaining is None:
+                self.table.moved_before_prefill(h.request, migration.source.ready_at)
+        self._drain()
+
+    def _preempt(self, victim: Instance) -> None:
+        """Stop `victim` now; its requests go back to the queue, their progress lost."""
+        moved = victim.detach()
+        self.cluster.retire(victim, free_gpus=True)
+        self.preemptions += 1
+        queue = self._waiting.setdefault(victim.model.name, deque())
+        for h in moved:
+            self.table.preempted(h.request, h.generated)
+            bisect.insort(queue, h.request)  # request numbers are in arrival order
+        self.clock.call_in(0.0, self._drain)
 
     # --- what instances report ---
 
     def first_token(self, instance: Instance, request: int) -> None:
         self.table.first_token(request, self.clock.now, instance.ready_at)
 
-    def request_done(self, instance: Instance, request: int) -> None:
-        self.table.done(request, self.clock.now)
+    def request_done(self, instance: Instance, request: int, generated: float) -> None:
+        self.table.done(request, self.clock.now, generated)
         self._drain()
 
     def became_idle(self, instance: Instance) -> None:
+        if instance.migrating:
+            self._migration_of[instance].source_emptied()
+            return
         self.cluster.mark_idle(instance)
         instance.keep_alive = self.clock.call_in(self.config.keep_alive_s, self._expire, instance)
         self._drain()

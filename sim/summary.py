@@ -17,6 +17,17 @@ def _percentile(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
+def _estimator_error(estimate: np.ndarray, actual: np.ndarray) -> dict[str, float | None]:
+    """|estimated - actual| startup over the decisions that made an estimate."""
+    made = ~np.isnan(estimate) & ~np.isnan(actual)
+    error = np.abs(estimate[made] - actual[made])
+    return {
+        "estimates": int(made.sum()),
+        "estimator_abs_error_p50_s": _percentile(error, 50),
+        "estimator_abs_error_p99_s": _percentile(error, 99),
+    }
+
+
 def _versions() -> dict[str, str]:
     names = ["thaw", "simpy", "numpy", "pandas", "pyarrow"]
     found = {"python": platform.python_version()}
@@ -57,7 +68,13 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "requests_by_start_tier": {
             tier: int(n) for tier, n in zip(START_TIERS, counts, strict=True)
         },
-        "migrations": 0,
+        "migrations": sim.migrations,
+        "migrated_requests": int((t.migrations > 0).sum()),
+        "migration_pause_p99_s": _percentile(t.migration_pause_s[t.migrations > 0], 99),
+        "preemptions": sim.preemptions,
+        "preempted_requests": int((t.preemptions > 0).sum()),
+        "wasted_tokens": t.wasted_tokens,
+        **_estimator_error(t.estimate_s, t.startup_s),
         "gpu_seconds": sim.cluster.gpu_seconds,
         "simulated_s": sim.clock.now,
         "events": sim.clock.fired,

@@ -7,10 +7,13 @@ that server advances its progress at the old rate and is re-timed at the new one
 touches only its own server's links, so the recomputation never spans the cluster.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from sim.clock import Clock, Timer
 from sim.fairshare import max_min_rates
+
+# A flow as the predictor sees it: (bytes left, links crossed, cap).
+Flow = tuple[float, tuple[str, ...], float]
 
 
 class Transfer:
@@ -48,6 +51,18 @@ class ServerLinks:
         self._reallocate()
         return transfer
 
+    def predict_s(self, size: float, links: tuple[str, ...], cap: float, delay: float) -> float:
+        """How long a load of `size` bytes beginning `delay` seconds from now would take.
+
+        Replays the fluid model forward from the loads in flight, as if no other load
+        began: exact when none does, the scheduler's estimate of link queueing otherwise.
+        """
+        now = self._clock.now
+        flows = [(t.remaining - t.rate * (now - t.updated_at), t.links, t.cap) for t in self.active]
+        flows, _ = _run(flows, self.capacity, delay, watch=False)
+        _, elapsed = _run([*flows, (size, links, cap)], self.capacity, float("inf"), watch=True)
+        return elapsed
+
     def _finish(self, transfer: Transfer) -> None:
         self._advance()
         self.active.remove(transfer)
@@ -70,3 +85,28 @@ class ServerLinks:
             if t.timer is not None:
                 t.timer.cancel()
             t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)
+
+
+def _run(
+    flows: list[Flow], capacity: Mapping[str, float], horizon: float, *, watch: bool
+) -> tuple[list[Flow], float]:
+    """Advance `flows` by `horizon` seconds, or (`watch`) until the last flow finishes.
+
+    Returns the flows still unfinished and the time advanced.
+    """
+    elapsed = 0.0
+    while flows:
+        rates = max_min_rates([(f[1], f[2]) for f in flows], capacity)
+        left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
+        if watch and left[-1] <= min(left):
+            return [], elapsed + left[-1]
+        step = min(min(left), horizon - elapsed)
+        if step <= 0:
+            break
+        elapsed += step
+        flows = [
+            (f[0] - r * step, f[1], f[2])
+            for f, r, t in zip(flows, rates, left, strict=True)
+            if t > step
+        ]
+    return flows, elapsed
