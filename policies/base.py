@@ -111,6 +111,10 @@ class ClusterView(Protocol):
 
     def can_start(self, server: int, model: str) -> bool: ...
 
+    def can_host(self, server: int, model: str) -> bool:
+        """Whether `server` could ever run `model` (enough GPUs and GPU memory)."""
+        ...
+
     def holders(self, model: str, tier: str) -> Iterable[int]:
         """Servers whose `tier` cache ("dram" or "ssd") holds the checkpoint of `model`."""
         ...
@@ -183,3 +187,13 @@ def get_policy(name: str) -> type[Policy]:
 def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:
     """The server with the fewest GPUs in use, lowest id on ties; None if there is none."""
     return min(servers, key=lambda s: (view.gpus_in_use(s), s), default=None)
+
+
+def nearest(view: ClusterView, model: str, fits: Callable[[int], bool]) -> int | None:
+    """Locality: among the servers where `fits` holds, the least loaded one whose DRAM
+    cache holds the checkpoint, else whose SSD does, else any (a remote load)."""
+    for tier in ("dram", "ssd"):
+        server = least_loaded((s for s in view.holders(model, tier) if fits(s)), view)
+        if server is not None:
+            return server
+    return least_loaded((s for s in view.candidates(model) if fits(s)), view)

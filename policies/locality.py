@@ -7,26 +7,11 @@ has room: it does not wait for a busy server that holds the checkpoint (that is 
 `migration` and `startup-aware` policies reason about).
 """
 
-from policies.base import (
-    ClusterView,
-    Decision,
-    Policy,
-    Request,
-    Start,
-    Wait,
-    least_loaded,
-    register,
-)
+from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, nearest, register
 
 
 @register("locality")
 class Locality(Policy):
     def place(self, request: Request, view: ClusterView) -> Decision:
-        model = request.model
-        for tier in ("dram", "ssd"):
-            ready = (s for s in view.holders(model, tier) if view.can_start(s, model))
-            server = least_loaded(ready, view)
-            if server is not None:
-                return Start(server)
-        server = least_loaded(view.candidates(model), view)
+        server = nearest(view, request.model, lambda s: view.can_start(s, request.model))
         return Wait() if server is None else Start(server)

@@ -92,10 +92,12 @@ class Cluster:
             yield from bucket
 
     def can_start(self, server: int, model: str) -> bool:
-        s = self.servers[server]
-        return s.group_index in self._groups_for[model] and (
-            s.available_gpus >= self.models[model].gpus
+        return self.can_host(server, model) and (
+            self.servers[server].available_gpus >= self.models[model].gpus
         )
+
+    def can_host(self, server: int, model: str) -> bool:
+        return self.servers[server].group_index in self._groups_for[model]
 
     def holders(self, model: str, tier: str) -> IndexedSet:
         return self._holders[tier][model]

@@ -1,0 +1,67 @@
+"""Startup-time estimates, as the ServerlessLLM scheduler (OSDI '24) makes them.
+
+The startup time of an option is the time from the decision until the new instance is
+ready to prefill:
+- a start on a server with room: the instance start-up cost, then the checkpoint load
+  from the fastest tier holding it there, sharing the server's links with the loads in
+  flight (`ClusterView.load_s` replays the fluid model forward: that is the queue wait);
+- a start that needs migrations first: each displaced instance's destination starts and
+  loads its model, then the migration rounds run; the new instance starts once the last
+  displaced instance has stopped.
+
+The estimates assume nothing else happens meanwhile: no other load begins, and each
+migrating instance keeps its decode batch. When that holds they are exact (a test checks
+it); otherwise the recorded estimate and the actual startup tell the error.
+"""
+
+from dataclasses import dataclass
+
+from policies.base import ClusterView, Move, RoundCost, Running
+
+
+def start_s(view: ClusterView, server: int, model: str, delay: float = 0.0) -> float:
+    """Seconds until an instance of `model` whose start begins in `delay` s is ready."""
+    begin_load = delay + view.startup_s
+    return begin_load + view.load_s(server, model, begin_load)
+
+
+@dataclass(frozen=True)
+class RoundsPlan:
+    rounds: int
+    rounds_s: float  # from the target being ready until the source stops
+    pause_s: float  # the final stop-and-copy the migrated requests see
+
+
+def plan_rounds(tokens: float, tokens_per_s: float, cost: RoundCost) -> RoundsPlan:
+    """Rounds of a migration starting with `tokens` to send, while the source generates
+    `tokens_per_s` (its decode batch over its step time)."""
+    rounds, elapsed = 0, 0.0
+    while True:
+        rounds += 1
+        duration = cost.round_s(tokens)
+        elapsed += duration
+        tokens = duration * tokens_per_s
+        if tokens < cost.stop_tokens or rounds >= cost.max_rounds:
+            return RoundsPlan(rounds, elapsed, cost.round_s(tokens))
+
+
+def leaves_at_s(view: ClusterView, source: int, instance: Running, destination: int) -> float:
+    """Seconds until a migrating instance stops on `source`, its GPUs free."""
+    ready = start_s(view, destination, instance.model)
+    rate = instance.decoding / instance.step_s
+    cost = view.round_cost(instance.model, source, destination)
+    return ready + plan_rounds(instance.tokens + rate * ready, rate, cost).rounds_s
+
+
+def migration_start_s(
+    view: ClusterView,
+    server: int,
+    model: str,
+    leaving: tuple[Running, ...],
+    moves: tuple[Move, ...],
+) -> float:
+    """Startup of `model` on `server` once the instances `leaving` have migrated away."""
+    free_at = max(
+        leaves_at_s(view, server, r, m.destination) for r, m in zip(leaving, moves, strict=True)
+    )
+    return start_s(view, server, model, free_at)
