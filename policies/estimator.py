@@ -48,7 +48,7 @@ def plan_rounds(tokens: float, tokens_per_s: float, cost: RoundCost) -> RoundsPl
 def leaves_at_s(view: ClusterView, source: int, instance: Running, destination: int) -> float:
     """Seconds until a migrating instance stops on `source`, its GPUs free."""
     ready = start_s(view, destination, instance.model)
-    rate = instance.decoding / instance.step_s
+    rate = instance.decoding / instance.step_s if instance.decoding else 0.0
     cost = view.round_cost(instance.model, source, destination)
     return ready + plan_rounds(instance.tokens + rate * ready, rate, cost).rounds_s
 

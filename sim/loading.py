@@ -40,12 +40,14 @@ class CheckpointLoad:
     def links(self) -> tuple[str, ...]:
         return LINKS[self.tier]
 
-    def start(self, on_done: Callable[[], None]) -> None:
+    def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
+        """Begin the load after `delay` (the instance start-up); `on_done` when it ends."""
+
         def finish() -> None:
             self._install()
             on_done()
 
-        self.server.links.start(self.model.weights, self.links, self.cap, finish)
+        self.server.links.start_in(delay, self.model.weights, self.links, self.cap, finish)
 
     def _install(self) -> None:
         name, size = self.model.name, self.model.weights

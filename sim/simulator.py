@@ -171,7 +171,7 @@ class Simulation:
 
         def start() -> None:
             instance.allocated_at = self.clock.now
-            self.clock.call_in(self.config.instance_startup_s, load.start, ready)
+            load.start_in(self.config.instance_startup_s, ready)
 
         if leaving:
             self._held[instance] = [len(leaving), start]

@@ -7,13 +7,11 @@ that server advances its progress at the old rate and is re-timed at the new one
 touches only its own server's links, so the recomputation never spans the cluster.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from sim.clock import Clock, Timer
 from sim.fairshare import max_min_rates
 
-# A flow as the predictor sees it: (bytes left, links crossed, cap).
-Flow = tuple[float, tuple[str, ...], float]
 
 
 class Transfer:
@@ -39,6 +37,7 @@ class ServerLinks:
         self._clock = clock
         self.capacity = capacity
         self.active: list[Transfer] = []
+        self.planned: list[tuple[float, float, tuple[str, ...], float]] = []  # (at, ...)
 
     def start(
         self, size: float, links: tuple[str, ...], cap: float, on_done: Callable[[], None]
@@ -51,17 +50,60 @@ class ServerLinks:
         self._reallocate()
         return transfer
 
+    def start_in(
+        self,
+        delay: float,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+    ) -> None:
+        """Begin a load `delay` seconds from now; known meanwhile to `predict_s`."""
+        planned = (self._clock.now + delay, size, links, cap)
+        self.planned.append(planned)
+
+        def begin() -> None:
+            self.planned.remove(planned)
+            self.start(size, links, cap, on_done)
+
+        self._clock.call_in(delay, begin)
+
     def predict_s(self, size: float, links: tuple[str, ...], cap: float, delay: float) -> float:
         """How long a load of `size` bytes beginning `delay` seconds from now would take.
 
-        Replays the fluid model forward from the loads in flight, as if no other load
-        began: exact when none does, the scheduler's estimate of link queueing otherwise.
+        Replays the fluid model forward from the loads in flight and those planned to
+        begin, as if no other load were decided: exact when none is, the scheduler's
+        estimate of the queueing on the links otherwise.
         """
         now = self._clock.now
-        flows = [(t.remaining - t.rate * (now - t.updated_at), t.links, t.cap) for t in self.active]
-        flows, _ = _run(flows, self.capacity, delay, watch=False)
-        _, elapsed = _run([*flows, (size, links, cap)], self.capacity, float("inf"), watch=True)
-        return elapsed
+        flows = [[t.remaining - t.rate * (now - t.updated_at), t.links, t.cap] for t in self.active]
+        mine = [float(size), links, cap]
+        # (seconds from now, order, flow): planned loads join before `mine` on ties.
+        joins = sorted((at - now, k, [b, ls, c]) for k, (at, b, ls, c) in enumerate(self.planned))
+        joins.append((delay, len(joins), mine))
+        joins.sort(key=lambda j: j[:2])
+        t, since = 0.0, None  # since: seconds since `mine` began
+        while True:
+            while joins and joins[0][0] <= t:
+                flow = joins.pop(0)[2]
+                flows.append(flow)
+                since = 0.0 if flow is mine else since
+            if not flows:
+                t = joins[0][0]
+                continue
+            rates = max_min_rates([(f[1], f[2]) for f in flows], self.capacity)
+            left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
+            step = min(min(left), joins[0][0] - t if joins else float("inf"))
+            if since is not None:
+                mine_left = left[[f is mine for f in flows].index(True)]
+                if mine_left <= step:
+                    return since + mine_left
+            for f, r in zip(flows, rates, strict=True):
+                f[0] -= r * step
+            flows = [f for f, dt in zip(flows, left, strict=True) if dt > step]
+            t += step
+            if since is not None:
+                since += step
 
     def _finish(self, transfer: Transfer) -> None:
         self._advance()
@@ -86,27 +128,3 @@ class ServerLinks:
                 t.timer.cancel()
             t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)
 
-
-def _run(
-    flows: list[Flow], capacity: Mapping[str, float], horizon: float, *, watch: bool
-) -> tuple[list[Flow], float]:
-    """Advance `flows` by `horizon` seconds, or (`watch`) until the last flow finishes.
-
-    Returns the flows still unfinished and the time advanced.
-    """
-    elapsed = 0.0
-    while flows:
-        rates = max_min_rates([(f[1], f[2]) for f in flows], capacity)
-        left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
-        if watch and left[-1] <= min(left):
-            return [], elapsed + left[-1]
-        step = min(min(left), horizon - elapsed)
-        if step <= 0:
-            break
-        elapsed += step
-        flows = [
-            (f[0] - r * step, f[1], f[2])
-            for f, r, t in zip(flows, rates, left, strict=True)
-            if t > step
-        ]
-    return flows, elapsed

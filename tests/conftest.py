@@ -12,7 +12,7 @@ from sim.simulator import Simulation
 # One server, two GPUs, bandwidths and sizes that are exact in binary floating point, so
 # hand-computed times compare with ==.
 TINY = """
-keep_alive_s = 8.0
+keep_alive_s = {keep_alive}
 instance_startup_s = 2.0
 
 [[servers]]
@@ -23,7 +23,7 @@ gpu_memory = "16GiB"
 dram = "8GiB"
 ssd = "64GiB"
 ssd_read = "2GiB/s"
-network = "1GiB/s"
+network = "{network}"
 pcie = "4GiB/s"
 
 [models.a]
@@ -55,10 +55,20 @@ def tiny_config(
     max_batch: int = 4,
     ssd_a: str = "[]",
     ssd_b: str = "[]",
+    keep_alive: float = 8.0,
+    network: str = "1GiB/s",
     extra: str = "",
 ) -> ClusterConfig:
     path = tmp_path / "tiny.toml"
-    text = TINY.format(count=count, gpus=gpus, max_batch=max_batch, ssd_a=ssd_a, ssd_b=ssd_b)
+    text = TINY.format(
+        count=count,
+        gpus=gpus,
+        max_batch=max_batch,
+        ssd_a=ssd_a,
+        ssd_b=ssd_b,
+        keep_alive=keep_alive,
+        network=network,
+    )
     path.write_text(text + extra)
     return load_config(path)
 

@@ -6,17 +6,23 @@ import numpy as np
 import pytest
 
 from policies import get_policy, policy_names
-from policies.base import Request, Start, Wait
+from policies.base import Move, Request, RoundCost, Running, Start, Wait
+
+LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
+COST = RoundCost(per_token_s=0.001, fixed_s=0.01, stop_tokens=20, max_rounds=10)
 
 
 @dataclass
 class View:
-    """Four 4-GPU servers; `in_use[s]` GPUs busy; cache contents per tier."""
+    """Four 4-GPU servers; `in_use[s]` GPUs busy; cache contents per tier; the busy
+    instances that may be moved; loads take LOAD_S by tier, with no link sharing."""
 
     in_use: list[int]
     dram: dict[str, list[int]] = field(default_factory=dict)
     ssd: dict[str, list[int]] = field(default_factory=dict)
+    busy: dict[int, list[Running]] = field(default_factory=dict)
     now: float = 0.0
+    startup_s: float = 2.0
 
     def gpus_needed(self, model):
         return 2 if model == "big" else 1
@@ -39,6 +45,32 @@ class View:
     def gpus_in_use(self, server):
         return self.in_use[server]
 
+    def available_gpus(self, server):
+        return 4 - self.in_use[server]
+
+    def can_host(self, server, model):
+        return True
+
+    def fastest_tier(self, server, model):
+        for tier in ("dram", "ssd"):
+            if server in self.holders(model, tier):
+                return tier
+        return "remote"
+
+    def load_s(self, server, model, delay):
+        return LOAD_S[self.fastest_tier(server, model)]
+
+    def running(self, server):
+        return self.busy.get(server, [])
+
+    def round_cost(self, model, source, destination):
+        return COST
+
+
+def busy(instance_id, model, gpus, tokens):
+    """A running instance decoding 4 requests at 50 ms a step."""
+    return Running(instance_id, model, gpus, tokens, decoding=4, step_s=0.05)
+
 
 def request(model="m"):
     return Request(0, model, 0.0, 10, 10)
@@ -48,8 +80,8 @@ def place(name, view, model="m", seed=0):
     return get_policy(name)(np.random.default_rng(seed)).place(request(model), view)
 
 
-def test_both_policies_are_registered():
-    assert {"random", "locality"} <= set(policy_names())
+def test_every_policy_is_registered():
+    assert set(policy_names()) >= {"random", "locality", "migration", "preemption", "startup-aware"}
     with pytest.raises(KeyError, match="known: "):
         get_policy("clairvoyant")
 
@@ -81,3 +113,54 @@ def test_locality_prefers_dram_then_ssd_then_the_least_loaded():
 
 def test_locality_breaks_ties_by_lowest_id():
     assert place("locality", View(in_use=[1, 0, 0, 1])) == Start(1)
+
+
+def full_dram_holder() -> View:
+    """Server 0 holds "big" (2 GPUs) in DRAM but is full; server 3 has room."""
+    return View(
+        in_use=[4, 4, 4, 1],
+        dram={"big": [0], "x": [3]},
+        busy={0: [busy(1, "x", 1, 100), busy(2, "y", 2, 5000), busy(3, "z", 1, 50)]},
+    )
+
+
+def test_migration_moves_the_cheapest_set_that_frees_enough_gpus():
+    # Freeing 2 GPUs: {x, z} costs 0.150 + 2 x 0.01 s of first round, {y} 5.01 s.
+    decision = place("migration", full_dram_holder(), "big")
+    assert decision == Start(0, migrate=(Move(1, 3), Move(3, 3)))
+
+
+def test_migration_falls_back_to_locality_when_nothing_can_move():
+    view = full_dram_holder()
+    view.in_use[3] = 4  # nowhere for the displaced instances to go
+    assert place("migration", view, "big") == Wait()
+    # Room on server 1, but server 0 runs only "big" itself: moving it would not help.
+    view.in_use[1] = 2
+    view.busy[0] = [busy(1, "big", 2, 10), busy(2, "big", 2, 10)]
+    assert place("migration", view, "big") == Start(1)
+
+
+def test_preemption_stops_the_instances_losing_the_fewest_tokens():
+    view = full_dram_holder()
+    view.in_use[3] = 4  # preemption needs no destination
+    assert place("preemption", view, "big") == Start(0, preempt=(1, 3))
+
+
+def test_a_preempted_request_never_preempts():
+    view = full_dram_holder()
+    view.in_use[3] = 4
+    again = Request(0, "big", 0.0, 10, 10, preempted=True)
+    assert get_policy("preemption")(np.random.default_rng(0)).place(again, view) == Wait()
+
+
+def test_startup_aware_takes_the_cheapest_estimate():
+    view = full_dram_holder()
+    view.in_use[1] = 2  # a remote start on server 1: 2 + 16 = 18 s
+    decision = place("startup-aware", view, "big")
+    # Migrating x and z: server 3 is ready for them after 2 + 1 s (x in DRAM there) or
+    # 2 + 16 s (z, remote): z's move bounds the wait, beyond the remote start's 18 s.
+    assert decision.server == 1 and decision.estimate_s == 18.0
+    view.dram["z"] = [3]
+    decision = place("startup-aware", view, "big")
+    assert decision.server == 0 and decision.migrate == (Move(1, 3), Move(3, 3))
+    assert 3.0 + 2.0 + 1.0 < decision.estimate_s < 18.0

@@ -1,0 +1,138 @@
+"""Live migration and preemption, timelines checked by hand on two one-GPU servers.
+
+The scenario: model b runs on server 0, which holds model a's checkpoint on its SSD; a
+request for a arrives. Starting a on server 1 means a slow remote load (16 s); migrating
+b to server 1 (which holds b on its SSD) frees server 0 for a fast SSD load of a.
+"""
+
+import pytest
+from conftest import GiB, simulate
+
+from sim.config import load_config
+
+TWO_SERVERS = """
+keep_alive_s = 8.0
+instance_startup_s = 2.0
+
+[migration]
+bytes_per_token = 4
+round_overhead_s = 0.0625
+stop_tokens = 20
+max_rounds = 10
+
+[[servers]]
+name = "one-gpu"
+count = 2
+gpus = 1
+gpu_memory = "16GiB"
+dram = "8GiB"
+ssd = "64GiB"
+ssd_read = "2GiB/s"
+network = "256MiB/s"
+pcie = "4GiB/s"
+
+[models.a]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+ssd_servers = [0]
+
+[models.b]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+ssd_servers = [0, 1]
+"""
+
+STARTUP = 2.0
+SSD_LOAD = 4 * GiB / (2 * GiB)
+REMOTE_LOAD = 4 * GiB / (256 * 2**20)
+PREFILL = 1.0  # 1024 prompt tokens at 1024 tokens/s
+STEP = 0.125  # one decode step, batch of one
+PER_TOKEN = 4 / (256 * 2**20) + 1 / 1024.0  # send 4 bytes, recompute one token
+ROUND_FIXED = 0.0625
+# b's request at t=0 (SSD load on server 0), a's request at t=10.
+ROWS = [(0.0, "b", 1024, 1000), (10.0, "a", 1024, 2)]
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "two.toml"
+    path.write_text(TWO_SERVERS)
+    return load_config(path)
+
+
+def expected_migration_timeline() -> dict[str, float]:
+    """The timeline of ROWS under `migration`, computed from the model's definition."""
+    b_first_token = STARTUP + SSD_LOAD + PREFILL  # 5 s, on server 0
+    target_ready = 10.0 + STARTUP + SSD_LOAD  # b's new instance on server 1
+    context = 1024 + 1 + (target_ready - b_first_token) / STEP  # tokens b holds then
+    round_1 = PER_TOKEN * context + ROUND_FIXED
+    new_tokens = round_1 / STEP  # generated during round 1: under 20, so it stops
+    assert new_tokens < 20
+    stop = target_ready + round_1  # server 0 is free
+    pause = PER_TOKEN * new_tokens + ROUND_FIXED
+    generated_on_0 = 1 + (stop - b_first_token) / STEP
+    a_ready = stop + STARTUP + SSD_LOAD
+    return {
+        "stop": stop,
+        "pause": pause,
+        "b_bytes": 4 * (1024 + generated_on_0),
+        "b_done": stop + pause + (1000 - generated_on_0) * STEP,
+        "a_startup": a_ready - 10.0,
+        "a_ttft": a_ready + PREFILL - 10.0,
+    }
+
+
+def test_locality_would_load_a_remotely_on_the_other_server(config):
+    sim = simulate(config, ROWS, "locality")
+    assert sim.table.server[1] == 1
+    assert sim.table.ttft_s[1] == STARTUP + REMOTE_LOAD + PREFILL  # 19 s
+
+
+@pytest.mark.parametrize("policy", ["migration", "startup-aware"])
+def test_migration_timeline_matches_the_hand_computation(config, policy):
+    sim = simulate(config, ROWS, policy)
+    t, want = sim.table, expected_migration_timeline()
+    assert sim.migrations == 1 and sim.loads_by_tier == {"dram": 0, "ssd": 3, "remote": 0}
+    assert t.server[1] == 0 and t.tier[1] == 2  # a on server 0, from its SSD
+    assert t.ttft_s[1] == pytest.approx(want["a_ttft"], rel=1e-12)
+    assert want["a_ttft"] < STARTUP + REMOTE_LOAD + PREFILL  # better than locality's
+    assert t.migration_pause_s[0] == pytest.approx(want["pause"], rel=1e-12)
+    assert t.migration_rounds[0] == 1
+    assert t.migration_bytes[0] == pytest.approx(want["b_bytes"], rel=1e-12)
+    assert t.e2e_s[0] == pytest.approx(want["b_done"], rel=1e-12)
+    assert t.migration_pause_s[1] == 0 and t.migrations[1] == 0
+
+
+def test_startup_aware_estimates_the_migration_it_chooses(config):
+    sim = simulate(config, ROWS, "startup-aware")
+    want = expected_migration_timeline()
+    assert sim.table.estimate_s[1] == pytest.approx(want["a_startup"], rel=1e-12)
+    assert sim.table.startup_s[1] == pytest.approx(want["a_startup"], rel=1e-12)
+
+
+def test_a_migration_whose_requests_finish_first_just_releases_the_source(config):
+    # b's 60 tokens are done at 5 + 59 * 0.125 = 12.375 s, before its new instance is
+    # ready (t = 14): server 0 is released then, and a starts at once.
+    sim = simulate(config, [(0.0, "b", 1024, 60), (10.0, "a", 1024, 2)], "migration")
+    t = sim.table
+    b_done = STARTUP + SSD_LOAD + PREFILL + 59 * STEP
+    assert sim.migrations == 1 and t.migrations[0] == 0
+    assert t.e2e_s[0] == b_done
+    assert t.ttft_s[1] == b_done + STARTUP + SSD_LOAD + PREFILL - 10.0
+
+
+def test_preemption_restarts_the_displaced_request_from_scratch(config):
+    sim = simulate(config, ROWS, "preemption")
+    t = sim.table
+    assert sim.preemptions == 1 and t.preemptions[0] == 1
+    # a starts on server 0 at once; b starts over on server 1 (its SSD), from t = 10.
+    assert t.ttft_s[1] == STARTUP + SSD_LOAD + PREFILL
+    assert t.server[0] == 1
+    assert t.ttft_s[0] == 10.0 + STARTUP + SSD_LOAD + PREFILL
+    assert t.e2e_s[0] == t.ttft_s[0] + 999 * STEP
+    assert t.wasted_tokens == 1 + (10.0 - (STARTUP + SSD_LOAD + PREFILL)) / STEP
+    assert t.queue_s[0] + t.startup_s[0] + t.prefill_s[0] == t.ttft_s[0]
