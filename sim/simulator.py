@@ -78,7 +78,9 @@ class Simulation:
     def _arrive(self, i: int) -> None:
         nxt = i + 1
         if nxt < self.table.n:
-            self.clock.call_in(self.table.arrival[nxt] - self.clock.now, self._arrive, nxt)
+            # Never negative: `now` may exceed an equal arrival time by a rounding error.
+            delay = max(0.0, self.table.arrival[nxt] - self.clock.now)
+            self.clock.call_in(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)
         model = self._model_names[self.table.model[i]]

@@ -13,7 +13,6 @@ from sim.clock import Clock, Timer
 from sim.fairshare import max_min_rates
 
 
-
 class Transfer:
     __slots__ = ("cap", "links", "on_done", "rate", "remaining", "size", "timer", "updated_at")
 
@@ -127,4 +126,3 @@ class ServerLinks:
             if t.timer is not None:
                 t.timer.cancel()
             t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)
-

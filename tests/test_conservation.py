@@ -6,8 +6,8 @@ and a fixed seed gives identical results.
 """
 
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 from conftest import simulate, tiny_config
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
