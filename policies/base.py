@@ -127,8 +127,8 @@ class ClusterView(Protocol):
         """GPUs a new instance could have now: free ones plus those of idle instances."""
         ...
 
-    def fastest_tier(self, server: int, model: str) -> str:
-        """The tier a load of `model` on `server` would come from: dram, ssd or remote."""
+    def total_available_gpus(self) -> int:
+        """Available GPUs summed over the cluster."""
         ...
 
     def load_s(self, server: int, model: str, delay: float) -> float:

@@ -5,13 +5,13 @@ the shortfall at the smallest total cost (a server holds a handful of instances,
 subsets can be tried). Each displaced instance of a migration then needs a destination,
 chosen by locality among the other servers with room for it, counting the GPUs this same
 decision already claimed; a set with no destination for some member is skipped for the
-next cheapest.
+next cheapest. The destinations are ranked once per decision and model.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import combinations
 
-from policies.base import ClusterView, Decision, Move, Running, Start, least_loaded, nearest
+from policies.base import ClusterView, Decision, Move, Running, Start, least_loaded
 
 # A way to make room on a server: (its cost, the decision), or None if there is none.
 RoomOption = Callable[[int], tuple[float, Start] | None]
@@ -26,41 +26,54 @@ def first_round_cost(view: ClusterView, server: int) -> Callable[[Running], floa
     return cost
 
 
-def shortfall(view: ClusterView, server: int, model: str) -> int:
-    """GPUs that must be freed on `server` before `model` can start there."""
-    return max(0, view.gpus_needed(model) - view.available_gpus(server))
+def displaceable(view: ClusterView, server: int, model: str) -> tuple[list[Running], int]:
+    """The running instances on `server` that could leave to make room for `model` (those
+    of other models), and how many GPUs must be freed; none if it can never host it."""
+    if not view.can_host(server, model):
+        return [], 0
+    need = view.gpus_needed(model) - view.available_gpus(server)
+    return [r for r in view.running(server) if r.model != model], need
 
 
 def covering_sets(
-    view: ClusterView, server: int, model: str, cost: Callable[[Running], float]
-) -> Iterator[tuple[Running, ...]]:
-    """Sets of running instances (of other models) that free enough GPUs, cheapest first."""
-    if not view.can_host(server, model):
-        return
-    need = shortfall(view, server, model)
-    running = [r for r in view.running(server) if r.model != model]
+    running: list[Running], need: int, cost: Callable[[Running], float]
+) -> list[tuple[Running, ...]]:
+    """The sets of `running` that free at least `need` GPUs, cheapest first (then fewest
+    GPUs freed)."""
+    price = {r.id: cost(r) for r in running}
     sets = [
         chosen
         for k in range(1, len(running) + 1)
         for chosen in combinations(running, k)
         if sum(r.gpus for r in chosen) >= need
     ]
-    sets.sort(key=lambda chosen: (sum(cost(r) for r in chosen), sum(r.gpus for r in chosen)))
-    yield from sets
+    sets.sort(key=lambda chosen: (sum(price[r.id] for r in chosen), sum(r.gpus for r in chosen)))
+    return sets
 
 
-def destinations(view: ClusterView, server: int, leaving: tuple[Running, ...]) -> list[int] | None:
-    """Where each of `leaving` continues (by locality, never on `server`); None if some
-    instance has nowhere to go."""
+def ranked_destinations(view: ClusterView, model: str, server: int) -> list[int]:
+    """The servers other than `server` with room for `model` now, in locality's order:
+    DRAM holders, then SSD holders, then the rest, least loaded first within each."""
+    order: list[int] = []
+    seen = {server}
+    for group in (view.holders(model, "dram"), view.holders(model, "ssd"), view.candidates(model)):
+        fresh = [s for s in group if s not in seen and view.can_start(s, model)]
+        fresh.sort(key=lambda s: (view.gpus_in_use(s), s))
+        order += fresh
+        seen.update(fresh)
+    return order
+
+
+def destinations(
+    view: ClusterView, leaving: tuple[Running, ...], ranked: Callable[[str], list[int]]
+) -> list[int] | None:
+    """Where each of `leaving` continues: the first server in `ranked(model)` with room
+    left after the GPUs claimed so far. None if some instance has nowhere to go."""
     claimed: dict[int, int] = {}
     found = []
     for r in leaving:
-
-        def fits(s: int, r: Running = r) -> bool:
-            free = view.available_gpus(s) - claimed.get(s, 0)
-            return s != server and view.can_start(s, r.model) and free >= r.gpus
-
-        destination = nearest(view, r.model, fits)
+        fits = (s for s in ranked(r.model) if view.available_gpus(s) - claimed.get(s, 0) >= r.gpus)
+        destination = next(fits, None)
         if destination is None:
             return None
         claimed[destination] = claimed.get(destination, 0) + r.gpus
@@ -72,8 +85,19 @@ def cheapest_moves(
     view: ClusterView, server: int, model: str, cost: Callable[[Running], float]
 ) -> tuple[tuple[Running, ...], tuple[Move, ...]] | None:
     """The cheapest set of migrations that makes room for `model` on `server`, or None."""
-    for leaving in covering_sets(view, server, model, cost):
-        found = destinations(view, server, leaving)
+    ranks: dict[str, list[int]] = {}
+
+    def ranked(m: str) -> list[int]:
+        if m not in ranks:
+            ranks[m] = ranked_destinations(view, m, server)
+        return ranks[m]
+
+    if view.total_available_gpus() < view.gpus_needed(model):
+        return None  # migration moves GPUs in use around; it cannot create free ones
+    running, need = displaceable(view, server, model)
+    movable = [r for r in running if ranked(r.model)]  # somewhere to go, alone at least
+    for leaving in covering_sets(movable, need, cost):
+        found = destinations(view, leaving, ranked)
         if found is not None:
             moves = tuple(Move(r.id, d) for r, d in zip(leaving, found, strict=True))
             return leaving, moves

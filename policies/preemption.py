@@ -18,7 +18,7 @@ from policies.base import (
     nearest,
     register,
 )
-from policies.displacement import covering_sets, start_or_make_room
+from policies.displacement import covering_sets, displaceable, start_or_make_room
 
 
 def _context_tokens(r: Running) -> float:
@@ -31,9 +31,11 @@ class Preemption(Policy):
         model = request.model
 
         def preempt_on(server: int) -> tuple[float, Start] | None:
-            victims = next(covering_sets(view, server, model, _context_tokens), None)
-            if victims is None:
+            running, need = displaceable(view, server, model)
+            sets = covering_sets(running, need, _context_tokens)
+            if not sets:
                 return None
+            victims = sets[0]
             lost = sum(r.tokens for r in victims)
             return lost, Start(server, preempt=tuple(r.id for r in victims))
 

@@ -34,6 +34,7 @@ class Cluster:
                 self.servers.append(server)
                 self._by_available[g][group.gpus].add(server.id)
         self._indexed_available = [s.gpus for s in self.servers]
+        self._total_available = sum(self._indexed_available)
         # Server groups whose GPUs can host each model (enough GPUs, enough memory).
         self._groups_for = {
             name: [
@@ -62,6 +63,7 @@ class Cluster:
             buckets[old].discard(server.id)
             buckets[new].add(server.id)
             self._indexed_available[server.id] = new
+            self._total_available += new - old
 
     # --- ClusterView (read-only, for policies) ---
 
@@ -109,12 +111,12 @@ class Cluster:
     def available_gpus(self, server: int) -> int:
         return self.servers[server].available_gpus
 
+    def total_available_gpus(self) -> int:
+        return self._total_available
+
     @property
     def startup_s(self) -> float:
         return self._config.instance_startup_s
-
-    def fastest_tier(self, server: int, model: str) -> str:
-        return fastest_tier(self.servers[server], model)
 
     def load_s(self, server: int, model: str, delay: float) -> float:
         s, spec = self.servers[server], self.models[model]
@@ -127,7 +129,7 @@ class Cluster:
                 i.id,
                 i.model.name,
                 i.model.gpus,
-                sum(i.kv_tokens().values()),
+                i.kv_total(),
                 i.decoding,
                 i.model.decode_step(i.decoding),
             )

@@ -76,6 +76,7 @@ class Instance:
         self._prefill_timer: Timer | None = None
         # Heap of (finish v, request, prompt, output, v at which it started generating here).
         self._decoding: list[tuple[float, int, int, int, float]] = []
+        self._kv_offset = 0.0  # sum of (prompt + output - finish v) over the decode batch
         self._decode_timer: Timer | None = None
         self._v = 0.0
         self._v_at = 0.0
@@ -114,6 +115,10 @@ class Instance:
         advanced = self._v + (self._clock.now - self._v_at) / self._step()
         return min(advanced, self._decoding[0][0])
 
+    def kv_total(self) -> float:
+        """Context tokens held in the KV cache, summed over the decode batch, in O(1)."""
+        return self._kv_offset + len(self._decoding) * self._v_now()
+
     def kv_tokens(self) -> dict[int, float]:
         """Context tokens (prompt + generated) per request whose KV cache is held here."""
         v = self._v_now()
@@ -135,6 +140,7 @@ class Instance:
         ]
         out += [Handover(r, prompt, output, None, 0.0) for r, prompt, output in self._prefill]
         self._decoding.clear()
+        self._kv_offset = 0.0
         self._prefill.clear()
         self.state = STOPPED
         return out
@@ -147,8 +153,7 @@ class Instance:
             if h.remaining is None:
                 self._prefill.append((h.request, h.prompt_tokens, h.output_tokens))
             else:
-                item = (v + h.remaining, h.request, h.prompt_tokens, h.output_tokens, v)
-                heapq.heappush(self._decoding, item)
+                self._push(v + h.remaining, h.request, h.prompt_tokens, h.output_tokens, v)
         self._continue()
 
     def admit(self, request: int, prompt_tokens: int, output_tokens: int) -> None:
@@ -187,12 +192,16 @@ class Instance:
         if output > 1:
             # It starts one token ahead: the first came out of the prefill.
             v = self._v
-            heapq.heappush(self._decoding, (v + output - 1, request, prompt, output, v - 1))
+            self._push(v + output - 1, request, prompt, output, v - 1)
         else:
             self._events.request_done(self, request, 1.0)
         self._continue()
 
     # --- decode ---
+
+    def _push(self, finish_v: float, request: int, prompt: int, output: int, start: float) -> None:
+        heapq.heappush(self._decoding, (finish_v, request, prompt, output, start))
+        self._kv_offset += prompt + output - finish_v
 
     def _step(self) -> float:
         return self.model.decode_step(len(self._decoding))
@@ -218,7 +227,8 @@ class Instance:
         self._v = finish_v  # the timer was set for exactly this point
         self._v_at = self._clock.now
         while self._decoding and self._decoding[0][0] <= finish_v:
-            _, request, _, _, start = heapq.heappop(self._decoding)
+            _, request, prompt, output, start = heapq.heappop(self._decoding)
+            self._kv_offset -= prompt + output - finish_v
             self._events.request_done(self, request, finish_v - start)
         self._continue()
 

@@ -48,6 +48,9 @@ class View:
     def available_gpus(self, server):
         return 4 - self.in_use[server]
 
+    def total_available_gpus(self):
+        return sum(4 - n for n in self.in_use)
+
     def can_host(self, server, model):
         return True
 
