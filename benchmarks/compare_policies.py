@@ -10,21 +10,16 @@ so the table shows medians over seeds and how many seeds each policy won at p99.
 
 import argparse
 import statistics
+from pathlib import Path
 
 import traces
-from sim import seeds
 from sim.config import load_config
-from sim.simulator import Simulation
+from sim.replay import replay
 from sim.summary import summarize
 
 
 def run(config, trace_path, policy: str, seed: int) -> dict:
-    trace = traces.load(
-        trace_path, list(config.models), seeds.rng(seed, "trace"), config.zipf_exponent
-    )
-    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"))
-    sim.run()
-    return summarize(sim, policy, seed, trace_path)
+    return summarize(replay(config, trace_path, policy, seed), policy, seed, trace_path)
 
 
 def main() -> None:
@@ -35,25 +30,27 @@ def main() -> None:
     parser.add_argument("--cluster", default=None)
     args = parser.parse_args()
     config = load_config(args.cluster)
-    trace_path = args.trace or traces.default_trace()
+    trace_path = Path(args.trace) if args.trace else traces.default_trace()
     policies = args.policies.split(",")
     results = {p: [run(config, trace_path, p, s) for s in range(args.seeds)] for p in policies}
     p99 = {p: [r["ttft_p99_s"] for r in runs] for p, runs in results.items()}
     best = [min(policies, key=lambda p, s=s: p99[p][s]) for s in range(args.seeds)]
     print(f"{args.seeds} seeds; medians over seeds")
     print("| policy | TTFT p50 (s) | TTFT p90 (s) | TTFT p99 (s) | loads dram/ssd/remote "
-          "(mean) | GPU-seconds | best p99 in |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          "(mean) | migrations | preemptions | GPU-seconds | best p99 in |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for policy, runs in results.items():
         med = {k: statistics.median(r[k] for r in runs) for k in
-               ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "gpu_seconds")}  # fmt: skip
+               ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "gpu_seconds",
+                "migrations", "preemptions")}  # fmt: skip
         loads = "/".join(
             f"{statistics.mean(r['loads_by_tier'][t] for r in runs):.0f}"
             for t in ("dram", "ssd", "remote")
         )
         print(
             f"| {policy} | {med['ttft_p50_s']:.2f} | {med['ttft_p90_s']:.2f} | "
-            f"{med['ttft_p99_s']:.1f} | {loads} | {med['gpu_seconds']:,.0f} | "
+            f"{med['ttft_p99_s']:.1f} | {loads} | {med['migrations']:.0f} | "
+            f"{med['preemptions']:.0f} | {med['gpu_seconds']:,.0f} | "
             f"{best.count(policy)}/{args.seeds} seeds |"
         )
 

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import traces
 from policies import get_policy, policy_names
-from sim import seeds
 from sim.config import load_config
 from sim.errors import InputError
 from sim.progress import ProgressBar
+from sim.replay import replay
 from sim.run_dir import check_writable, write_run
-from sim.simulator import Simulation
 from sim.summary import summarize
 
 
@@ -73,10 +72,15 @@ def _table(summary: dict) -> str:
         ("TTFT p90", seconds("ttft_p90_s")),
         ("TTFT p99", seconds("ttft_p99_s")),
         ("loads by tier", tiers),
+        ("migrations", str(summary["migrations"])),
+        ("preemptions", str(summary["preemptions"])),
         ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
         ("wall time", f"{summary['sim_wall_s']:.2f} s"),
         ("requests / wall s", f"{summary['requests_per_wall_s'] or 0:,.0f}"),
     ]
+    if summary["estimates"]:
+        rows.insert(8, ("estimate error p50", seconds("estimator_abs_error_p50_s")))
+        rows.insert(9, ("estimate error p99", seconds("estimator_abs_error_p99_s")))
     return "\n".join(f"{name:<18} {value}" for name, value in rows)
 
 
@@ -91,18 +95,9 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out)
     config = load_config(args.cluster)
     trace_path = args.trace or traces.default_trace()
-    trace = traces.load(
-        trace_path, list(config.models), seeds.rng(args.seed, "trace"), config.zipf_exponent
-    )
     show_progress = not args.quiet and sys.stderr.isatty()
-    sim = Simulation(
-        config,
-        trace,
-        args.policy,
-        seeds.rng(args.seed, "policy"),
-        progress=ProgressBar(args.policy) if show_progress else None,
-    )
-    sim.run()
+    progress = ProgressBar(args.policy) if show_progress else None
+    sim = replay(config, Path(trace_path), args.policy, args.seed, progress)
     summary = summarize(sim, args.policy, args.seed, Path(trace_path))
     write_run(out, sim.table.frame(), summary, config.to_toml())
     if not args.quiet:
