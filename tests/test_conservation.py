@@ -33,27 +33,20 @@ placements = st.sampled_from(["[]", "[0]", "[0, 1]", "[1]"])
 )
 @given(
     trace=rows,
-    count=st.integers(2, 3),
-    gpus=st.integers(1, 2),
-    max_batch=st.integers(1, 4),
-    keep_alive=st.sampled_from([0.0, 1.0, 8.0, 1000.0]),
-    network=st.sampled_from(["1GiB/s", "64MiB/s"]),  # slow: migrating beats a remote load
-    ssd_a=placements,
-    ssd_b=placements,
+    cluster=st.fixed_dictionaries(
+        {
+            "count": st.integers(2, 3),
+            "gpus": st.integers(1, 2),
+            "max_batch": st.integers(1, 4),
+            "keep_alive": st.sampled_from([0.0, 1.0, 8.0, 1000.0]),
+            "network": st.sampled_from(["1GiB/s", "64MiB/s"]),  # slow: migration pays
+            "ssd_a": placements,
+            "ssd_b": placements,
+        }
+    ),
 )
-def test_every_request_ends_once_with_all_its_tokens(
-    tmp_path, trace, policy, count, gpus, max_batch, keep_alive, network, ssd_a, ssd_b
-):
-    config = tiny_config(
-        tmp_path,
-        count=count,
-        gpus=gpus,
-        max_batch=max_batch,
-        ssd_a=ssd_a,
-        ssd_b=ssd_b,
-        keep_alive=keep_alive,
-        network=network,
-    )
+def test_every_request_ends_once_with_all_its_tokens(tmp_path, trace, policy, cluster):
+    config = tiny_config(tmp_path, **cluster)
     trace = sorted(trace)
     first = simulate(config, trace, policy, seed=3)
     t = first.table

@@ -6,52 +6,14 @@ b to server 1 (which holds b on its SSD) frees server 0 for a fast SSD load of a
 """
 
 import pytest
-from conftest import GiB, simulate
-
-from sim.config import load_config
-
-TWO_SERVERS = """
-keep_alive_s = 8.0
-instance_startup_s = 2.0
-
-[migration]
-bytes_per_token = 4
-round_overhead_s = 0.0625
-stop_tokens = 20
-max_rounds = 10
-
-[[servers]]
-name = "one-gpu"
-count = 2
-gpus = 1
-gpu_memory = "16GiB"
-dram = "8GiB"
-ssd = "64GiB"
-ssd_read = "2GiB/s"
-network = "256MiB/s"
-pcie = "4GiB/s"
-
-[models.a]
-weights = "4GiB"
-gpus = 1
-prefill_tokens_per_s = 1024.0
-decode_step_s = 0.125
-ssd_servers = [0]
-
-[models.b]
-weights = "4GiB"
-gpus = 1
-prefill_tokens_per_s = 1024.0
-decode_step_s = 0.125
-ssd_servers = [0, 1]
-"""
+from conftest import GiB, simulate, tiny_config
 
 STARTUP = 2.0
 SSD_LOAD = 4 * GiB / (2 * GiB)
 REMOTE_LOAD = 4 * GiB / (256 * 2**20)
 PREFILL = 1.0  # 1024 prompt tokens at 1024 tokens/s
 STEP = 0.125  # one decode step, batch of one
-PER_TOKEN = 4 / (256 * 2**20) + 1 / 1024.0  # send 4 bytes, recompute one token
+PER_TOKEN = 4 / (256 * 2**20) + 1 / 1024.0  # send 4 bytes (the default), recompute one
 ROUND_FIXED = 0.0625
 # b's request at t=0 (SSD load on server 0), a's request at t=10.
 ROWS = [(0.0, "b", 1024, 1000), (10.0, "a", 1024, 2)]
@@ -59,9 +21,16 @@ ROWS = [(0.0, "b", 1024, 1000), (10.0, "a", 1024, 2)]
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "two.toml"
-    path.write_text(TWO_SERVERS)
-    return load_config(path)
+    """Two one-GPU servers; a on server 0's SSD, b on both; a slow remote store."""
+    return tiny_config(
+        tmp_path,
+        count=2,
+        gpus=1,
+        ssd_a="[0]",
+        ssd_b="[0, 1]",
+        network="256MiB/s",
+        extra="\n[migration]\nround_overhead_s = 0.0625\n",
+    )
 
 
 def expected_migration_timeline() -> dict[str, float]:
