@@ -45,10 +45,12 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
-def measure(requests: int, servers: int, policy: str, rate_per_server: float, seed: int) -> dict:
+def measure(
+    requests: int, servers: int, gpus: int, policy: str, rate_per_server: float, seed: int
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
-        path.write_text(f"[[servers]]\ncount = {servers}\n")
+        path.write_text(f"[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
         config = load_config(path)
     trace = synthetic_trace(requests, rate_per_server * servers, list(config.models), seed)
     rss_before = peak_rss_bytes()

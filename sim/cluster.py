@@ -44,7 +44,6 @@ class Cluster:
             ]
             for name, spec in config.models.items()
         }
-        self.instances: dict[str, list[Instance]] = {name: [] for name in config.models}
         self.gpu_seconds = 0.0
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
@@ -174,7 +173,6 @@ class Cluster:
             reclaimed.append(victim)
         server.free_gpus -= instance.model.gpus
         self._reindex(server)
-        self.instances[instance.model.name].append(instance)
         server.instances[instance] = None
         return reclaimed
 
@@ -202,6 +200,5 @@ class Cluster:
         if free_gpus:
             server.free_gpus += instance.model.gpus
             self._reindex(server)
-        self.instances[instance.model.name].remove(instance)
         del server.instances[instance]
         self.gpu_seconds += instance.model.gpus * (self._clock.now - instance.allocated_at)

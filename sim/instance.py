@@ -38,6 +38,9 @@ class InstanceEvents(Protocol):
 
     def became_idle(self, instance: "Instance") -> None: ...
 
+    def room_changed(self, instance: "Instance") -> None:
+        """Its load, state or availability changed: whether it has room may have."""
+
 
 @dataclass(frozen=True)
 class Handover:
@@ -70,8 +73,8 @@ class Instance:
         self.allocated_at = clock.now
         self.ready_at = float("inf")
         self.keep_alive: Timer | None = None
-        self.reserved = False  # a migration's destination, until the requests arrive
-        self.migrating = False  # a migration's source: takes no new requests
+        self._reserved = False  # a migration's destination, until the requests arrive
+        self._migrating = False  # a migration's source: takes no new requests
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None
         # Heap of (finish v, request, prompt, output, v at which it started generating here).
@@ -82,6 +85,24 @@ class Instance:
         self._v_at = 0.0
 
     @property
+    def reserved(self) -> bool:
+        return self._reserved
+
+    @reserved.setter
+    def reserved(self, value: bool) -> None:
+        self._reserved = value
+        self._events.room_changed(self)
+
+    @property
+    def migrating(self) -> bool:
+        return self._migrating
+
+    @migrating.setter
+    def migrating(self, value: bool) -> None:
+        self._migrating = value
+        self._events.room_changed(self)
+
+    @property
     def load(self) -> int:
         """Requests held: prefilling, waiting to prefill, or decoding."""
         return len(self._prefill) + len(self._decoding)
@@ -90,7 +111,7 @@ class Instance:
     def has_room(self) -> bool:
         return (
             self.state != STOPPED
-            and not (self.reserved or self.migrating)
+            and not (self._reserved or self._migrating)
             and self.load < self.model.max_batch
         )
 
@@ -143,6 +164,7 @@ class Instance:
         self._kv_offset = 0.0
         self._prefill.clear()
         self.state = STOPPED
+        self._events.room_changed(self)
         return out
 
     def adopt(self, requests: list[Handover]) -> None:
@@ -154,11 +176,13 @@ class Instance:
                 self._prefill.append((h.request, h.prompt_tokens, h.output_tokens))
             else:
                 self._push(v + h.remaining, h.request, h.prompt_tokens, h.output_tokens, v)
+        self._events.room_changed(self)
         self._continue()
 
     def admit(self, request: int, prompt_tokens: int, output_tokens: int) -> None:
         """Take a request; it is prefilled as soon as the instance is warm and free."""
         self._prefill.append((request, prompt_tokens, output_tokens))
+        self._events.room_changed(self)
         if self.state == WARM and self._prefill_timer is None:
             self._start_prefill()
 
@@ -167,6 +191,7 @@ class Instance:
         self.state = WARM
         self.ready_at = self._clock.now
         self._v_at = self._clock.now
+        self._events.room_changed(self)
         self._continue()
 
     def stop(self) -> None:
@@ -174,6 +199,7 @@ class Instance:
         if not self.is_idle:
             raise RuntimeError(f"stopping a {self.model.name} instance that is not idle")
         self.state = STOPPED
+        self._events.room_changed(self)
         if self.keep_alive is not None:
             self.keep_alive.cancel()
             self.keep_alive = None
@@ -194,6 +220,7 @@ class Instance:
             v = self._v
             self._push(v + output - 1, request, prompt, output, v - 1)
         else:
+            self._events.room_changed(self)
             self._events.request_done(self, request, 1.0)
         self._continue()
 
@@ -229,6 +256,7 @@ class Instance:
         while self._decoding and self._decoding[0][0] <= finish_v:
             _, request, prompt, output, start = heapq.heappop(self._decoding)
             self._kv_offset -= prompt + output - finish_v
+            self._events.room_changed(self)
             self._events.request_done(self, request, finish_v - start)
         self._continue()
 

@@ -31,6 +31,7 @@ from sim.instance import WARM, Handover, Instance
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
 from sim.request_table import RequestTable
+from sim.room_index import RoomIndex
 
 
 class Simulation:
@@ -55,6 +56,7 @@ class Simulation:
         # Instances waiting for migrations to free their GPUs: [migrations left, start].
         self._held: dict[Instance, list] = {}
         self._migration_of: dict[Instance, Migration] = {}  # by source
+        self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
         self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
         self.migrations = 0
         self.preemptions = 0
@@ -89,7 +91,7 @@ class Simulation:
 
     def _route(self, i: int, model: str) -> bool:
         """Join an instance with room or start one; False if the request must wait."""
-        instance = self._instance_with_room(model)
+        instance = self._rooms[model].best()
         if instance is not None:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
@@ -125,19 +127,6 @@ class Simulation:
             )
         return instance
 
-    def _instance_with_room(self, model: str) -> Instance | None:
-        """The least loaded warm instance with room, else the earliest starting one."""
-        best = None
-        for instance in self.cluster.instances[model]:
-            if not instance.has_room:
-                continue
-            if instance.state == WARM:
-                if best is None or best.state != WARM or instance.load < best.load:
-                    best = instance
-            elif best is None:
-                best = instance
-        return best
-
     def _join(self, i: int, instance: Instance, tier: str, estimate_s: float = np.nan) -> None:
         if instance.keep_alive is not None:  # idle and counting down, not just emptied
             self.cluster.mark_busy(instance)
@@ -164,6 +153,7 @@ class Simulation:
         load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         self.cluster.place(instance, leaving)
+        self.room_changed(instance)
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
@@ -228,6 +218,9 @@ class Simulation:
 
     def first_token(self, instance: Instance, request: int) -> None:
         self.table.first_token(request, self.clock.now, instance.ready_at)
+
+    def room_changed(self, instance: Instance) -> None:
+        self._rooms[instance.model.name].update(instance)
 
     def request_done(self, instance: Instance, request: int, generated: float) -> None:
         self.table.done(request, self.clock.now, generated)
