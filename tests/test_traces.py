@@ -69,7 +69,7 @@ CANON = "arrival_s,model,input_tokens,output_tokens\n"
         (CANON + "0,m0,1,1\n-1,m0,1,1\n", "line 3: arrival_s must be a number >= 0"),
         (CANON + "0,m0,1,1\n\n1,m0,1,1\n", "line 3: blank line"),
         (CANON + "0,m0,1,1,7\n", "line 2: expected 4 fields, saw 5"),
-        (CANON + "0,m0,1,1\n0,m0,1,1,7\n", "line 3, saw 5"),
+        (CANON + "0,m0,1,1\n0,m0,1,1,7\n", "line 3: expected 4 fields, saw 5"),
         ("when,what\n1,2\n", "line 1: unrecognised header"),
         ("", "line 1"),
     ],

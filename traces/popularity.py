@@ -6,6 +6,9 @@ order it is written: p(rank k) is proportional to 1 / k^s.
 """
 
 import numpy as np
+import pandas as pd
+
+from traces.labels import categorical
 
 
 def zipf_weights(count: int, exponent: float) -> np.ndarray:
@@ -16,7 +19,7 @@ def zipf_weights(count: int, exponent: float) -> np.ndarray:
 
 def assign_models(
     rows: int, models: list[str], exponent: float, rng: np.random.Generator
-) -> np.ndarray:
+) -> pd.Categorical:
     """A model name per row, drawn independently from the Zipf popularity."""
     picks = rng.choice(len(models), size=rows, p=zipf_weights(len(models), exponent))
-    return np.asarray(models, dtype=object)[picks]
+    return categorical(picks, models)

@@ -1,0 +1,176 @@
+"""How a trace becomes the workload: mapping and placement for invocation counts, token
+lengths where the trace has none, and transformations. Shared by `python -m traces` and
+`python -m sim run`, so both take the same flags with the same meaning."""
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traces.mapping import MAPPINGS
+from traces.placement import PLACEMENTS
+from traces.tokens import check_spec
+
+
+@dataclass(frozen=True)
+class Options:
+    mapping: str = "stripe"
+    placement: str = "uniform"
+    cv: float = 1.0
+    scale: float = 1.0
+    window: tuple[float, float] | None = None
+    tokens: str = "trace"
+    durations: Path | None = None
+    memory: Path | None = None
+    compress: float = 1.0
+    thin: float = 1.0
+    replicate: float = 1.0
+    remap: dict[str, str] = field(default_factory=dict)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _positive(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+def _at_least_one(text: str) -> float:
+    value = _positive(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def _window(text: str) -> tuple[float, float]:
+    start, sep, end = text.partition(":")
+    try:
+        window = (float(start or 0), float(end) if end else float("inf"))
+    except ValueError:
+        window = (float("nan"), 0.0)
+    if not sep or not 0 <= window[0] < window[1]:
+        raise argparse.ArgumentTypeError(f"expected START:END seconds, 0 <= START < END: {text!r}")
+    return window
+
+
+def _remap(text: str) -> dict[str, str]:
+    pairs = [item.partition("=") for item in text.split(",")]
+    if not all(old.strip() and sep and new.strip() for old, sep, new in pairs):
+        raise argparse.ArgumentTypeError(f"expected OLD=NEW[,OLD=NEW...], got {text!r}")
+    return {old.strip(): new.strip() for old, _, new in pairs}
+
+
+def _tokens(text: str) -> str:
+    try:
+        check_spec(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def add_trace_options(parser: argparse.ArgumentParser, formats: list[str]) -> None:
+    group = parser.add_argument_group("trace reading and transformation")
+    group.add_argument(
+        "--format",
+        choices=formats,
+        default=None,
+        help="force the trace format (default: detected from the header)",
+    )
+    group.add_argument(
+        "--mapping",
+        choices=MAPPINGS,
+        default="stripe",
+        help="functions -> models for Azure Functions traces (default: stripe)",
+    )
+    group.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        default="uniform",
+        help="where a minute's invocations fall in it (default: uniform)",
+    )
+    group.add_argument(
+        "--cv",
+        type=_positive,
+        default=1.0,
+        help="inter-arrival CV for --placement gamma (default: 1)",
+    )
+    group.add_argument(
+        "--scale",
+        type=_positive,
+        default=1.0,
+        help="rate factor: multiplies minute counts of Functions 2019; "
+        "elsewhere thins (< 1) or replicates (> 1) (default: 1)",
+    )
+    group.add_argument(
+        "--window",
+        type=_window,
+        default=None,
+        metavar="START:END",
+        help="keep arrivals in [START, END) seconds, shifted to start at 0",
+    )
+    group.add_argument(
+        "--tokens",
+        type=_tokens,
+        default="trace",
+        metavar="SPEC",
+        help="token lengths where the trace has none: trace, trace:PATH, "
+        "lognormal:IN_MEAN,IN_CV,OUT_MEAN,OUT_CV, fixed:IN,OUT (default: trace)",
+    )
+    group.add_argument(
+        "--durations",
+        type=Path,
+        default=None,
+        help="Azure Functions 2019 durations file (checked, summarised by stats)",
+    )
+    group.add_argument(
+        "--memory",
+        type=Path,
+        default=None,
+        help="Azure Functions 2019 memory file, either layout (idem)",
+    )
+    group.add_argument(
+        "--compress",
+        type=_positive,
+        default=1.0,
+        help="divide arrival times by this factor (default: 1)",
+    )
+    group.add_argument(
+        "--thin",
+        type=_fraction,
+        default=1.0,
+        help="keep each request with this probability (default: 1)",
+    )
+    group.add_argument(
+        "--replicate",
+        type=_at_least_one,
+        default=1.0,
+        help="superpose this many time-shifted copies (default: 1)",
+    )
+    group.add_argument("--remap", type=_remap, default={}, metavar="OLD=NEW,...",
+                       help="rename models after reading")  # fmt: skip
+
+
+def trace_options(args: argparse.Namespace) -> Options:
+    return Options(
+        mapping=args.mapping,
+        placement=args.placement,
+        cv=args.cv,
+        scale=args.scale,
+        window=args.window,
+        tokens=args.tokens,
+        durations=args.durations,
+        memory=args.memory,
+        compress=args.compress,
+        thin=args.thin,
+        replicate=args.replicate,
+        remap=args.remap,
+    )

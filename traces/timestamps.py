@@ -1,0 +1,43 @@
+"""Date-time columns: the Azure traces stamp requests with ISO 8601 text.
+
+2023 stamps are naive with 7 fractional digits; 2024 ones end in `+00:00` and sometimes
+have no fraction; 2025 ones end in `Z`. Arrow parses all of these natively (nanoseconds,
+no Python object per row) once told whether a zone is present, which the first data row
+decides; a row of the other kind is then an error on its line.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from traces.csv_file import header
+
+_ZONE = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
+NAIVE = pa.timestamp("ns")
+ZONED = pa.timestamp("ns", tz="UTC")
+WANT = "an ISO 8601 date and time"
+
+
+def first_value(path: Path, column: str) -> str:
+    """`column`'s text on the first data row ('' when there is none)."""
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
+        handle.readline()
+        row = handle.readline().strip().split(",")
+    index = header(path).index(column)
+    return row[index].strip() if index < len(row) else ""
+
+
+def has_zone(text: str) -> bool:
+    return bool(_ZONE.search(text))
+
+
+def stamp_type(path: Path, column: str) -> pa.DataType:
+    return ZONED if has_zone(first_value(path, column)) else NAIVE
+
+
+def seconds_since_first(column: pa.ChunkedArray) -> np.ndarray:
+    """Seconds after the earliest stamp, as float64 (exact to the nanosecond for a week)."""
+    ns = column.cast(pa.int64()).to_numpy()
+    return (ns - ns.min()).astype(np.float64) / 1e9
