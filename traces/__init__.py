@@ -35,8 +35,17 @@ from traces.processed import read_processed
 from traces.timestamps import first_value, has_zone
 from traces.tokens import draw_tokens
 
-__all__ = ["FORMATS", "Options", "Trace", "TraceError", "default_trace", "detect_format",
-           "load", "read"]  # fmt: skip
+__all__ = [
+    "FORMATS",
+    "Options",
+    "Trace",
+    "TraceError",
+    "default_trace",
+    "detect_format",
+    "load",
+    "read",
+    "seeded",
+]
 
 Reader = Callable[[Path, Options, np.random.Generator], pd.DataFrame]
 
@@ -75,6 +84,13 @@ class Trace:
     notes: dict = field(default_factory=dict)  # format-specific facts (functions, ...)
 
 
+def seeded(seed: int) -> np.random.Generator:
+    """The generator for a trace's draws: the simulator's "trace" stream (sim/seeds.py), so
+    `python -m traces convert --seed N` writes the workload `python -m sim run --seed N`
+    replays from the same file."""
+    return np.random.default_rng([0, seed])
+
+
 def default_trace() -> Path:
     """The bundled Azure LLM 2023 code trace (see traces/data/ATTRIBUTION.md)."""
     return Path(str(resources.files("traces").joinpath("data/AzureLLMInferenceTrace_code.csv")))
@@ -97,7 +113,7 @@ def detect_format(path: Path) -> str:
     raise TraceError(f"{path}: line 1: unrecognised header {names}; known formats: {known}")
 
 
-def _reference_tokens(path: Path | None) -> pd.DataFrame:
+def reference_tokens(path: Path | None) -> pd.DataFrame:
     """Token columns of a reference trace (for `--tokens trace[:PATH]`)."""
     path = path or default_trace()
     frame = _read_rows(path, None, Options(), np.random.default_rng(0))
@@ -146,7 +162,7 @@ def read(
     if not named and options.remap:
         frame = transform.remap(frame, options.remap)
     if "input_tokens" not in frame:
-        tokens = draw_tokens(options.tokens, len(frame), rng, _reference_tokens)
+        tokens = draw_tokens(options.tokens, len(frame), rng, reference_tokens)
         frame["input_tokens"], frame["output_tokens"] = tokens
     frame = transform.apply(frame, options, rng, scaled=name == "azure-functions-2019")
     return Trace(frame, name, late, notes)

@@ -33,9 +33,13 @@ def unit_rate_points(rng: np.random.Generator, horizon: float, cv: float) -> np.
 
 
 def constant_rate(
-    rng: np.random.Generator, rate: float, cv: float, *, duration: float | None = None,
+    rng: np.random.Generator,
+    rate: float,
+    cv: float,
+    *,
+    duration: float | None = None,
     count: int | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Arrival times at `rate` per second: those within `duration`, or the first `count`."""
     if count is not None:
         return np.cumsum(gaps(rng, count, cv)) / rate

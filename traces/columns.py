@@ -30,8 +30,9 @@ def _floats(column: pa.ChunkedArray | pa.Array, name: str, path: Path) -> np.nda
 def numbers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: float) -> np.ndarray:
     """Finite float64 values >= minimum."""
     values = _floats(column, name, path)
-    first_bad(~np.isfinite(values) | ~(values >= minimum), values, name, path,
-              f"a number >= {minimum:g}")  # fmt: skip
+    first_bad(
+        ~np.isfinite(values) | ~(values >= minimum), values, name, path, f"a number >= {minimum:g}"
+    )
     return values
 
 

@@ -77,8 +77,9 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     keys = [Column(k, pa.string(), "text") for k in KEYS[:3]]
     table = read_columns(path, keys + [Column(n, pa.int64(), _COUNT) for n in names])
     raw = _counts(table, names, path)
-    function, arrival = place(_scaled(raw, options.scale, rng), starts, options.placement,
-                              options.cv, rng)  # fmt: skip
+    function, arrival = place(
+        _scaled(raw, options.scale, rng), starts, options.placement, options.cv, rng
+    )
     frame = pd.DataFrame({"arrival_s": arrival, "function": function})
     functions = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in KEYS[:3]})
     functions["invocations"] = raw.sum(axis=1)
@@ -90,8 +91,12 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     return frame
 
 
-def _weighted(functions: pd.DataFrame, table: pd.DataFrame, key: list[str], value: str,
-              ) -> tuple[int, float | None]:  # fmt: skip
+def _weighted(
+    functions: pd.DataFrame,
+    table: pd.DataFrame,
+    key: list[str],
+    value: str,
+) -> tuple[int, float | None]:
     """How many of the trace's functions `table` covers, and `value` averaged over their
     invocations (the first row of a repeated key counts)."""
     joined = functions.merge(table.drop_duplicates(key)[[*key, value]], on=key, how="inner")
@@ -102,8 +107,9 @@ def _weighted(functions: pd.DataFrame, table: pd.DataFrame, key: list[str], valu
 
 
 def _companion(path: Path, key: list[str], value: str, want: str) -> pd.DataFrame:
-    table = read_columns(path, [*(Column(k, pa.string(), "text") for k in key),
-                                Column(value, pa.float64(), want)])  # fmt: skip
+    table = read_columns(
+        path, [*(Column(k, pa.string(), "text") for k in key), Column(value, pa.float64(), want)]
+    )
     frame = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in key})
     frame[value] = numbers(table[value], value, path, minimum=0.0)
     return frame
@@ -112,8 +118,9 @@ def _companion(path: Path, key: list[str], value: str, want: str) -> pd.DataFram
 def _durations(path: Path, functions: pd.DataFrame) -> dict:
     """The `function_durations_percentiles` file: `Average` is in milliseconds."""
     key = KEYS[:3]
-    covered, mean = _weighted(functions, _companion(path, key, "Average", "a number >= 0"),
-                              key, "Average")  # fmt: skip
+    covered, mean = _weighted(
+        functions, _companion(path, key, "Average", "a number >= 0"), key, "Average"
+    )
     return {"functions_with_durations": covered, "mean_duration_ms": mean}
 
 

@@ -27,7 +27,7 @@ class Options:
     remap: dict[str, str] = field(default_factory=dict)
 
 
-def _positive(text: str) -> float:
+def positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -38,14 +38,14 @@ def _positive(text: str) -> float:
 
 
 def _fraction(text: str) -> float:
-    value = _positive(text)
+    value = positive(text)
     if value > 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
     return value
 
 
 def _at_least_one(text: str) -> float:
-    value = _positive(text)
+    value = positive(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
     return value
@@ -77,98 +77,102 @@ def _tokens(text: str) -> str:
     return text
 
 
-def add_trace_options(parser: argparse.ArgumentParser, formats: list[str]) -> None:
+def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None) -> None:
+    """The flags for reading a trace (when `formats` is given), drawing what it lacks, and
+    transforming it."""
     group = parser.add_argument_group("trace reading and transformation")
-    group.add_argument(
-        "--format",
-        choices=formats,
-        default=None,
-        help="force the trace format (default: detected from the header)",
+    add = group.add_argument
+    if formats is not None:
+        add(
+            "--format",
+            choices=formats,
+            default=None,
+            help="force the trace format (default: detected from the header)",
+        )
+        add(
+            "--mapping",
+            choices=MAPPINGS,
+            default="stripe",
+            help="functions -> models for Azure Functions traces (default: stripe)",
+        )
+        add(
+            "--placement",
+            choices=PLACEMENTS,
+            default="uniform",
+            help="where a minute's invocations fall within it (default: uniform)",
+        )
+        add(
+            "--durations",
+            type=Path,
+            default=None,
+            help="Azure Functions 2019 durations file (checked; summarised by stats)",
+        )
+        add(
+            "--memory",
+            type=Path,
+            default=None,
+            help="Azure Functions 2019 memory file, either layout (checked; summarised)",
+        )
+    add("--cv", type=positive, default=1.0, help="inter-arrival CV of gamma arrivals (default: 1)")
+    add(
+        "--tokens",
+        type=_tokens,
+        default="trace",
+        metavar="SPEC",
+        help="token lengths where the trace has none: trace, trace:PATH, "
+        "lognormal:IN_MEAN,IN_CV,OUT_MEAN,OUT_CV or fixed:IN,OUT (default: trace)",
     )
-    group.add_argument(
-        "--mapping",
-        choices=MAPPINGS,
-        default="stripe",
-        help="functions -> models for Azure Functions traces (default: stripe)",
-    )
-    group.add_argument(
-        "--placement",
-        choices=PLACEMENTS,
-        default="uniform",
-        help="where a minute's invocations fall in it (default: uniform)",
-    )
-    group.add_argument(
-        "--cv",
-        type=_positive,
-        default=1.0,
-        help="inter-arrival CV for --placement gamma (default: 1)",
-    )
-    group.add_argument(
+    add(
         "--scale",
-        type=_positive,
+        type=positive,
         default=1.0,
-        help="rate factor: multiplies minute counts of Functions 2019; "
-        "elsewhere thins (< 1) or replicates (> 1) (default: 1)",
+        help="rate factor: multiplies the minute counts of Functions 2019; elsewhere "
+        "thins (< 1) or replicates (> 1) (default: 1)",
     )
-    group.add_argument(
+    add(
         "--window",
         type=_window,
         default=None,
         metavar="START:END",
         help="keep arrivals in [START, END) seconds, shifted to start at 0",
     )
-    group.add_argument(
-        "--tokens",
-        type=_tokens,
-        default="trace",
-        metavar="SPEC",
-        help="token lengths where the trace has none: trace, trace:PATH, "
-        "lognormal:IN_MEAN,IN_CV,OUT_MEAN,OUT_CV, fixed:IN,OUT (default: trace)",
-    )
-    group.add_argument(
-        "--durations",
-        type=Path,
-        default=None,
-        help="Azure Functions 2019 durations file (checked, summarised by stats)",
-    )
-    group.add_argument(
-        "--memory",
-        type=Path,
-        default=None,
-        help="Azure Functions 2019 memory file, either layout (idem)",
-    )
-    group.add_argument(
+    add(
         "--compress",
-        type=_positive,
+        type=positive,
         default=1.0,
         help="divide arrival times by this factor (default: 1)",
     )
-    group.add_argument(
+    add(
         "--thin",
         type=_fraction,
         default=1.0,
         help="keep each request with this probability (default: 1)",
     )
-    group.add_argument(
+    add(
         "--replicate",
         type=_at_least_one,
         default=1.0,
         help="superpose this many time-shifted copies (default: 1)",
     )
-    group.add_argument("--remap", type=_remap, default={}, metavar="OLD=NEW,...",
-                       help="rename models after reading")  # fmt: skip
+    add(
+        "--remap",
+        type=_remap,
+        default={},
+        metavar="OLD=NEW,...",
+        help="rename models (several may merge)",
+    )
 
 
 def trace_options(args: argparse.Namespace) -> Options:
     return Options(
-        mapping=args.mapping,
-        placement=args.placement,
+        mapping=getattr(args, "mapping", "stripe"),
+        placement=getattr(args, "placement", "uniform"),
         cv=args.cv,
         scale=args.scale,
         window=args.window,
         tokens=args.tokens,
-        durations=args.durations,
-        memory=args.memory,
+        durations=getattr(args, "durations", None),
+        memory=getattr(args, "memory", None),
         compress=args.compress,
         thin=args.thin,
         replicate=args.replicate,

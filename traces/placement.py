@@ -38,8 +38,9 @@ def place(
             offset = (np.arange(cell.size) - first + 0.5) / flat[cell]
     elif how in ("poisson", "gamma"):
         edges = np.cumsum(flat)
-        points = unit_rate_points(rng, float(edges[-1]) if edges.size else 0.0,
-                                  1.0 if how == "poisson" else cv)  # fmt: skip
+        points = unit_rate_points(
+            rng, float(edges[-1]) if edges.size else 0.0, 1.0 if how == "poisson" else cv
+        )
         cell = np.searchsorted(edges, points, side="right")
         offset = (points - (edges[cell] - flat[cell])) / flat[cell]
     else:
