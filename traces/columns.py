@@ -15,9 +15,9 @@ from traces.errors import TraceError, where
 def first_bad(bad: np.ndarray, values: np.ndarray, column: str, path: Path, want: str) -> None:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise TraceError(
-            f"{path}: {where(path, row)}: {column} must be {want}, got {values[row]!r}"
-        )
+        value = values[row].item()
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        raise TraceError(f"{path}: {where(path, row)}: {column} must be {want}, got {shown!r}")
 
 
 def _floats(column: pa.ChunkedArray | pa.Array, name: str, path: Path) -> np.ndarray:

@@ -38,14 +38,15 @@ def check_text(path: Path) -> None:
         start = handle.read(SNIFF_BYTES)
     if not start.strip():
         raise TraceError(f"{path}: line 1: the file is empty")
+    if b"\x00" in start:
+        raise TraceError(f"{path}: not a text CSV file (binary data near the start)")
     try:
-        if b"\x00" in start:
-            raise UnicodeDecodeError("utf-8", start, 0, 1, "NUL byte")
         start.decode("utf-8", errors="strict")
     except UnicodeDecodeError as err:
         # A cut in the middle of a multi-byte character at the sniff boundary is not garbage.
         if err.reason != "unexpected end of data":
-            raise TraceError(f"{path}: not a text CSV file (binary data near the start)") from None
+            line = start[: err.start].count(b"\n") + 1
+            raise TraceError(f"{path}: line {line}: not UTF-8 text") from None
 
 
 def header(path: Path) -> list[str]:
