@@ -53,7 +53,7 @@ def header(path: Path) -> list[str]:
     """The column names on the first line (for format detection)."""
     with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
         first = handle.readline()
-    return [name.strip() for name in first.strip().split(",")]
+    return [name.strip() for name in next(csv.reader([first.strip()]), [])]
 
 
 def require_columns(present: list[str], wanted: list[str], path: Path) -> None:

@@ -6,6 +6,7 @@ no Python object per row) once told whether a zone is present, which the first d
 decides; a row of the other kind is then an error on its line.
 """
 
+import csv
 import re
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def first_value(path: Path, column: str) -> str:
     """`column`'s text on the first data row ('' when there is none)."""
     with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
         handle.readline()
-        row = handle.readline().strip().split(",")
+        row = next(csv.reader([handle.readline().strip()]), [])
     index = header(path).index(column)
     return row[index].strip() if index < len(row) else ""
 

@@ -32,7 +32,10 @@ def write_canonical(frame: pd.DataFrame, out: Path) -> None:
         if is_parquet(out):
             pq.write_table(table, temporary)
         else:
-            pacsv.write_csv(table, temporary, pacsv.WriteOptions(quoting_style="needed"))
+            with open(temporary, "wb") as handle:  # Arrow would quote the header's names
+                handle.write((",".join(table.column_names) + "\n").encode())
+                options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+                pacsv.write_csv(table, handle, options)
         os.replace(temporary, out)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
