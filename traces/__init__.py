@@ -149,9 +149,10 @@ def read(
         _check_catalog(frame, models, path)
     else:
         _check_remap(options.remap, models)
-    arrival = frame["arrival_s"].to_numpy()
-    late = int((np.diff(arrival) < 0).sum()) if FORMATS[name].in_time_order else None
-    frame = frame.sort_values("arrival_s", kind="stable", ignore_index=True)
+    late = int((np.diff(frame["arrival_s"].to_numpy()) < 0).sum())
+    if late:  # a sort copies every column: skipped for the usual, sorted file
+        frame = frame.sort_values("arrival_s", kind="stable", ignore_index=True)
+    late = late if FORMATS[name].in_time_order else None
     if "function" in frame:
         codes = function_models(
             frame.pop("function").to_numpy(), notes["functions"], len(models), options.mapping

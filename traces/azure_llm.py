@@ -24,32 +24,30 @@ MULTIMODAL_COLUMNS = ["TIMESTAMP", "NumImages", "ContextTokens", "GeneratedToken
 def _column(name: str, stamp: pa.DataType) -> Column:
     if name == "TIMESTAMP":
         return Column(name, stamp, WANT)
-    return Column(
-        name, pa.float64(), "an integer >= 0" if name == "NumImages" else "an integer >= 1"
-    )
+    return Column(name, pa.int64(), "an integer >= 0" if name == "NumImages" else "an integer >= 1")
 
 
-def _read(path: Path, names: list[str]) -> tuple[pa.Table, pd.DataFrame]:
-    stamp = stamp_type(path, "TIMESTAMP")
-    table = read_columns(path, [_column(name, stamp) for name in names])
-    frame = pd.DataFrame(
-        {
-            "arrival_s": seconds_since_first(table["TIMESTAMP"]),
-            "input_tokens": counts(table["ContextTokens"], "ContextTokens", path),
-            "output_tokens": counts(table["GeneratedTokens"], "GeneratedTokens", path),
-        }
-    )
-    return table, frame
+def _read(path: Path, names: list[str]) -> pd.DataFrame:
+    """Each column is converted, then dropped from the Arrow table, to bound peak memory."""
+    table = read_columns(path, [_column(name, stamp_type(path, "TIMESTAMP")) for name in names])
+    arrival = seconds_since_first(table["TIMESTAMP"])
+    if "NumImages" in names:
+        integers(table["NumImages"], "NumImages", path, minimum=0)
+    table = table.select(["ContextTokens", "GeneratedTokens"])
+    inputs = counts(table["ContextTokens"], "ContextTokens", path)
+    table = table.select(["GeneratedTokens"])
+    outputs = counts(table["GeneratedTokens"], "GeneratedTokens", path)
+    del table
+    columns = {"arrival_s": arrival, "input_tokens": inputs, "output_tokens": outputs}
+    return pd.DataFrame(columns, copy=False)  # fresh arrays: no consolidating copy
 
 
 def read_azure_llm(path: Path) -> pd.DataFrame:
     """The requests in file order, without a model column (the 2023 and 2024 layouts)."""
-    return _read(path, COLUMNS)[1]
+    return _read(path, COLUMNS)
 
 
 def read_azure_multimodal(path: Path) -> pd.DataFrame:
     """As `read_azure_llm`; `NumImages` is checked (an integer >= 0) but not kept: the
     canonical trace has no image column and the simulator prices prompts by tokens."""
-    table, frame = _read(path, MULTIMODAL_COLUMNS)
-    integers(table["NumImages"], "NumImages", path, minimum=0)
-    return frame
+    return _read(path, MULTIMODAL_COLUMNS)

@@ -57,9 +57,9 @@ def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
     if not pa.types.is_dictionary(column.type):
         column = column.cast(pa.string()).dictionary_encode()
     encoded = column.unify_dictionaries().combine_chunks()
-    indices = encoded.indices.fill_null(-1).to_numpy()
-    names = [str(n).strip() for n in encoded.dictionary.to_pylist()] + [""]
-    model = categorical(indices, names)  # index -1 (null) picks the trailing "" name
+    names = [str(n).strip() for n in encoded.dictionary.to_pylist()]
+    indices = encoded.indices.fill_null(len(names)).to_numpy()  # null: the "" name below
+    model = categorical(indices, [*names, ""])
     empty = np.asarray(model == "")
     if empty.any():
         raise TraceError(f"{path}: {where(path, int(np.flatnonzero(empty)[0]))}: model is empty")
@@ -75,10 +75,11 @@ def read_canonical(path: Path) -> pd.DataFrame:
             "model": models,
             "input_tokens": counts(table["input_tokens"], "input_tokens", path),
             "output_tokens": counts(table["output_tokens"], "output_tokens", path),
-        }
+        },
+        copy=False,
     )
     if "request_id" in table.column_names:
-        frame["request_id"] = table["request_id"].cast(pa.string()).to_pandas().to_numpy()
+        frame["request_id"] = table["request_id"].cast(pa.string()).to_pandas()
     if "slo_ttft_s" in table.column_names:
         frame["slo_ttft_s"] = numbers(table["slo_ttft_s"], "slo_ttft_s", path, minimum=0.0)
     return frame

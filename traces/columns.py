@@ -37,7 +37,12 @@ def numbers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: float) -
 
 
 def integers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: int) -> np.ndarray:
-    """Whole numbers >= minimum as int64 (token counts: 1; invocation counts: 0)."""
+    """Whole numbers >= minimum as int64 (token counts: 1; invocation counts: 0). An integer
+    column is checked as it is; a float one (lenient formats accept `12.0`) must be whole."""
+    if pa.types.is_integer(column.type) and not column.null_count:
+        values = column.to_numpy().astype(np.int64, copy=False)
+        first_bad(values < minimum, values, name, path, f"an integer >= {minimum}")
+        return values
     values = _floats(column, name, path)
     bad = ~np.isfinite(values) | (values < minimum) | (values != np.floor(values))
     first_bad(bad, values, name, path, f"an integer >= {minimum}")

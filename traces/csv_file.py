@@ -66,9 +66,9 @@ def require_columns(present: list[str], wanted: list[str], path: Path) -> None:
 
 
 def _read(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
-    return pacsv.read_csv(
+    return pacsv.open_csv(
         path,
-        read_options=pacsv.ReadOptions(block_size=1 << 24),
+        read_options=pacsv.ReadOptions(block_size=1 << 22),
         parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
         convert_options=pacsv.ConvertOptions(
             column_types=types,
@@ -76,7 +76,7 @@ def _read(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
             null_values=[],
             strings_can_be_null=False,
         ),
-    )
+    ).read_all()
 
 
 def read_columns(path: Path, columns: list[Column], optional: list[Column] = ()) -> pa.Table:

@@ -80,7 +80,7 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     function, arrival = place(
         _scaled(raw, options.scale, rng), starts, options.placement, options.cv, rng
     )
-    frame = pd.DataFrame({"arrival_s": arrival, "function": function})
+    frame = pd.DataFrame({"arrival_s": arrival, "function": function}, copy=False)
     functions = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in KEYS[:3]})
     functions["invocations"] = raw.sum(axis=1)
     frame.attrs["functions"] = len(functions)

@@ -30,5 +30,6 @@ def read_processed(path: Path) -> pd.DataFrame:
             "arrival_s": numbers(table["arrived_at"], "arrived_at", path, minimum=0.0),
             "input_tokens": counts(table["num_prefill_tokens"], "num_prefill_tokens", path),
             "output_tokens": counts(table["num_decode_tokens"], "num_decode_tokens", path),
-        }
+        },
+        copy=False,
     )

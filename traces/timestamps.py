@@ -41,4 +41,6 @@ def stamp_type(path: Path, column: str) -> pa.DataType:
 def seconds_since_first(column: pa.ChunkedArray) -> np.ndarray:
     """Seconds after the earliest stamp, as float64 (exact to the nanosecond for a week)."""
     ns = column.cast(pa.int64()).to_numpy()
-    return (ns - ns.min()).astype(np.float64) / 1e9
+    seconds = np.subtract(ns, ns.min()).astype(np.float64)
+    seconds /= 1e9
+    return seconds
