@@ -154,6 +154,8 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
         (["stats", "t.csv", "--seed", "-2"], "--seed: expected a non-negative integer"),
         (["stats", "t.csv", "--format", "nope"], "--format: invalid choice"),
         (["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"], "--rate: expected a pos"),
+        (["generate", "--rate", "1e-9", "--duration", "1", "-o", "g.csv"], "no requests"),
+        (["stats", "t.csv", "--window", "100:200"], "t.csv: no requests (after --window"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, expected):

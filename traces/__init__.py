@@ -166,6 +166,8 @@ def read(
         tokens = draw_tokens(options.tokens, len(frame), rng, reference_tokens)
         frame["input_tokens"], frame["output_tokens"] = tokens
     frame = transform.apply(frame, options, rng, scaled=name == "azure-functions-2019")
+    if frame.empty:
+        raise TraceError(f"{path}: no requests (after --window, --thin or --scale)")
     return Trace(frame, name, late, notes)
 
 

@@ -107,7 +107,10 @@ def _generate(args: argparse.Namespace) -> traces.Trace:
         reference=traces.reference_tokens,
     )
     frame = transform.remap(frame, options.remap) if options.remap else frame
-    return traces.Trace(transform.apply(frame, options, rng, scaled=False), "synthetic", 0)
+    frame = transform.apply(frame, options, rng, scaled=False)
+    if frame.empty:
+        raise traces.TraceError("generate: no requests (raise --rate or --duration)")
+    return traces.Trace(frame, "synthetic", 0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from traces.csv_file import header
 
@@ -39,8 +40,16 @@ def stamp_type(path: Path, column: str) -> pa.DataType:
 
 
 def seconds_since_first(column: pa.ChunkedArray) -> np.ndarray:
-    """Seconds after the earliest stamp, as float64 (exact to the nanosecond for a week)."""
-    ns = column.cast(pa.int64()).to_numpy()
-    seconds = np.subtract(ns, ns.min()).astype(np.float64)
+    """Seconds after the earliest stamp, as float64 (exact to the microsecond for a week).
+    Differences are taken in integer nanoseconds, chunk by chunk into the output, so no
+    whole-column temporary is made."""
+    ns = column.cast(pa.int64())
+    first = pc.min(ns).as_py()
+    seconds = np.empty(len(ns), dtype=np.float64)
+    start = 0
+    for chunk in ns.chunks:
+        part = seconds[start : start + len(chunk)]
+        np.subtract(chunk.to_numpy(), first, out=part, casting="unsafe")
+        start += len(chunk)
     seconds /= 1e9
     return seconds
