@@ -8,9 +8,9 @@ from pathlib import Path
 
 import traces
 from traces import transform
-from traces.catalog import catalog
+from traces.catalog import catalog, zipf_exponent
 from traces.generate import synthesize
-from traces.options import add_trace_options, positive, trace_options
+from traces.options import add_trace_options, non_negative, positive, trace_options
 from traces.stats import render, statistics
 from traces.writer import write_canonical
 
@@ -48,7 +48,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "(default: the simulator's default catalog)",
     )
     parser.add_argument(
-        "--zipf", type=float, default=1.0, help="Zipf exponent of model popularity (default: 1)"
+        "--zipf",
+        type=non_negative,
+        default=None,
+        help="Zipf exponent of model popularity (default: the cluster's, else 1)",
     )
 
 
@@ -89,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
 def _read(args: argparse.Namespace) -> traces.Trace:
     rng = traces.seeded(args.seed)
     models = catalog(args.models, args.cluster)
-    return traces.read(args.trace, models, rng, args.zipf, args.format, trace_options(args))
+    zipf = zipf_exponent(args.zipf, args.cluster)
+    return traces.read(args.trace, models, rng, zipf, args.format, trace_options(args))
 
 
 def _generate(args: argparse.Namespace) -> traces.Trace:
@@ -102,7 +106,7 @@ def _generate(args: argparse.Namespace) -> traces.Trace:
         cv=args.cv if args.arrivals == "gamma" else 1.0,
         duration=args.duration,
         count=args.requests,
-        zipf_exponent=args.zipf,
+        zipf_exponent=zipf_exponent(args.zipf, args.cluster),
         tokens=options.tokens,
         reference=traces.reference_tokens,
     )

@@ -3,6 +3,8 @@ lengths where the trace has none, and transformations. Shared by `python -m trac
 `python -m sim run`, so both take the same flags with the same meaning."""
 
 import argparse
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,28 +29,30 @@ class Options:
     remap: dict[str, str] = field(default_factory=dict)
 
 
-def positive(text: str) -> float:
+def _number(text: str, accept: Callable[[float], bool], want: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        value = math.nan
+    if not (math.isfinite(value) and accept(value)):
+        raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
     return value
+
+
+def positive(text: str) -> float:
+    return _number(text, lambda v: v > 0, "a positive number")
+
+
+def non_negative(text: str) -> float:
+    return _number(text, lambda v: v >= 0, "a number >= 0")
 
 
 def _fraction(text: str) -> float:
-    value = positive(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
+    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
 def _at_least_one(text: str) -> float:
-    value = positive(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
-    return value
+    return _number(text, lambda v: v >= 1, "a number >= 1")
 
 
 def _window(text: str) -> tuple[float, float]:
