@@ -145,3 +145,11 @@ def test_sim_run_takes_the_mapping_options_and_matches_a_converted_trace(tmp_pat
     assert len(direct) > 1000
     pd.testing.assert_frame_equal(direct, converted)
     assert np.all(direct["arrival_s"] < 300)
+
+
+def test_sim_run_honours_a_forced_format(tmp_path, capsys):
+    args = ["run", "--trace", str(DATA / "azure-llm-2023.csv"), "--out", str(tmp_path / "r")]
+    assert sim_main([*args, "--format", "processed", "--quiet"]) == 2
+    assert "missing column(s) arrived_at" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    assert sim_main([*args, "--format", "azure-llm-2024", "--quiet"]) == 0

@@ -140,6 +140,7 @@ def read(
 ) -> Trace:
     """The canonical trace in `path`, sorted by arrival (stably), models checked."""
     path, options = Path(path), options or Options()
+    fmt = fmt or options.format
     name = fmt or (detect_format(path) if path.is_file() else None)
     frame = _read_rows(path, name, options, rng)
     notes, frame.attrs = dict(frame.attrs), {}

@@ -93,7 +93,7 @@ def _read(args: argparse.Namespace) -> traces.Trace:
     rng = traces.seeded(args.seed)
     models = catalog(args.models, args.cluster)
     zipf = zipf_exponent(args.zipf, args.cluster)
-    return traces.read(args.trace, models, rng, zipf, args.format, trace_options(args))
+    return traces.read(args.trace, models, rng, zipf, options=trace_options(args))
 
 
 def _generate(args: argparse.Namespace) -> traces.Trace:

@@ -15,6 +15,7 @@ from traces.tokens import check_spec
 
 @dataclass(frozen=True)
 class Options:
+    format: str | None = None  # None: detected from the header
     mapping: str = "stripe"
     placement: str = "uniform"
     cv: float = 1.0
@@ -169,6 +170,7 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
 
 def trace_options(args: argparse.Namespace) -> Options:
     return Options(
+        format=getattr(args, "format", None),
         mapping=getattr(args, "mapping", "stripe"),
         placement=getattr(args, "placement", "uniform"),
         cv=args.cv,
