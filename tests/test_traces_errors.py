@@ -20,7 +20,8 @@ CANON = "arrival_s,model,input_tokens,output_tokens\n0,m0,1,1\n"
 
 CASES = {
     # missing column, unknown header, wrong delimiter
-    "missing column": ("arrival_s,model,input_tokens\n0,m0,1\n", "line 1: unrecognised header"),
+    "missing column": ("arrival_s,model,input_tokens\n0,m0,1\n",
+                       "line 1: missing column(s) output_tokens of the canonical format"),
     "unknown header": ("when,what\n1,2\n", "line 1: unrecognised header"),
     "wrong delimiter": ("TIMESTAMP;ContextTokens;GeneratedTokens\n2023-11-16 18:17:03;1;1\n",
                         "line 1: wrong delimiter"),

@@ -109,6 +109,17 @@ def detect_format(path: Path) -> str:
             return name
     if len(names) == 1 and any(d in names[0] for d in ";\t|"):
         raise TraceError(f"{path}: line 1: wrong delimiter: fields must be separated by commas")
+
+    def shared(name: str) -> tuple[int, int]:  # most columns in common, then fewest missing
+        return len(columns & set(FORMATS[name].columns)), -len(FORMATS[name].columns)
+
+    closest = max(FORMATS, key=shared)
+    if shared(closest)[0] >= 2:
+        missing = [c for c in FORMATS[closest].columns if c not in columns]
+        raise TraceError(
+            f"{path}: line 1: missing column(s) {', '.join(missing)} of the {closest} format "
+            f"(header has {', '.join(names)})"
+        )
     known = "; ".join(f"{n} ({','.join(s.columns)})" for n, s in FORMATS.items())
     raise TraceError(f"{path}: line 1: unrecognised header {names}; known formats: {known}")
 
