@@ -4,8 +4,9 @@ multimodal one with `NumImages` before the token columns.
 One row per request. 2023 (Patel et al., "Splitwise", ISCA 2024): naive timestamps with 7
 fractional digits, CRLF, no final newline. 2024 (the week-long files, tens of millions of
 rows; Stojkovic et al., "DynamoLLM", HPCA 2025): `+00:00` stamps whose fraction is
-sometimes absent. 2025 multimodal: stamps ending in `Z`. Arrivals are seconds after the
-first request. None names a model: the caller assigns them (`traces.popularity`).
+sometimes absent. 2025 multimodal ("ModServe", SoCC 2025): stamps ending in `Z`.
+Arrivals are seconds after the first request. None names a model: the caller assigns them
+(`traces.popularity`).
 """
 
 from pathlib import Path
