@@ -12,6 +12,7 @@ from sim.progress import ProgressBar
 from sim.replay import replay
 from sim.run_dir import check_writable, write_run
 from sim.summary import summarize
+from traces.options import add_trace_options, trace_options
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,9 +39,10 @@ def _parser() -> argparse.ArgumentParser:
         "--trace",
         type=Path,
         default=None,
-        help="trace file, canonical CSV/Parquet or Azure LLM 2023 CSV "
+        help="trace file in any format `python -m traces` reads, detected from the header "
         "(default: the bundled Azure LLM 2023 code trace)",
     )
+    add_trace_options(run, list(traces.FORMATS))
     run.add_argument(
         "--cluster",
         type=Path,
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     trace_path = args.trace or traces.default_trace()
     show_progress = not args.quiet and sys.stderr.isatty()
     progress = ProgressBar(args.policy) if show_progress else None
-    sim = replay(config, Path(trace_path), args.policy, args.seed, progress)
+    sim = replay(config, Path(trace_path), args.policy, args.seed, progress, trace_options(args))
     summary = summarize(sim, args.policy, args.seed, Path(trace_path))
     write_run(out, sim.table.frame(), summary, config.to_toml())
     if not args.quiet:

@@ -17,10 +17,16 @@ def replay(
     policy: str,
     seed: int,
     progress: Callable[[int, int], None] | None = None,
+    trace_options: traces.Options | None = None,
 ) -> Simulation:
-    """Load `trace_path` for `config`'s catalog and simulate it to the end."""
+    """Load `trace_path` for `config`'s catalog (read and transformed as `trace_options`
+    say) and simulate it to the end."""
     trace = traces.load(
-        trace_path, list(config.models), seeds.rng(seed, "trace"), config.zipf_exponent
+        trace_path,
+        list(config.models),
+        seeds.rng(seed, "trace"),
+        config.zipf_exponent,
+        options=trace_options,
     )
     sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"), progress)
     sim.run()

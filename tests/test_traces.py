@@ -69,7 +69,7 @@ CANON = "arrival_s,model,input_tokens,output_tokens\n"
         (CANON + "0,m0,1,1\n-1,m0,1,1\n", "line 3: arrival_s must be a number >= 0"),
         (CANON + "0,m0,1,1\n\n1,m0,1,1\n", "line 3: blank line"),
         (CANON + "0,m0,1,1,7\n", "line 2: expected 4 fields, saw 5"),
-        (CANON + "0,m0,1,1\n0,m0,1,1,7\n", "line 3, saw 5"),
+        (CANON + "0,m0,1,1\n0,m0,1,1,7\n", "line 3: expected 4 fields, saw 5"),
         ("when,what\n1,2\n", "line 1: unrecognised header"),
         ("", "line 1"),
     ],
@@ -97,3 +97,14 @@ def test_a_missing_trace_and_an_unknown_format_are_refused(tmp_path):
     path.write_text(CANON + "0,m0,1,1\n")
     with pytest.raises(traces.TraceError, match="unknown trace format"):
         load(path, fmt="azure-2077")
+
+
+def test_model_draws_are_numpys_choice_made_in_chunks():
+    """Chunking keeps the stream: seeds give the workloads they gave before."""
+    from traces.popularity import CHUNK, assign_models
+
+    rows = CHUNK + 12_345
+    drawn = assign_models(rows, MODELS, 1.1, np.random.default_rng(9))
+    expected = np.random.default_rng(9).choice(3, size=rows, p=zipf_weights(3, 1.1))
+    assert np.array_equal(drawn.codes, expected)
+    assert drawn.codes.dtype == np.int8

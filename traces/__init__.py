@@ -1,32 +1,94 @@
 """Trace readers: every supported format into the canonical request table of DESIGN.md.
 
 `load(path, models, ...)` detects the format from the header (or takes `fmt`), reads it,
-assigns models by popularity where the format names none, and checks that every model
-is in the catalog.
+turns invocations into requests where the format counts function calls, gives requests
+models and token lengths where the format names none, applies the transformations of
+`options`, and checks that every model is in the catalog. `read` does the same and also
+says which format it read and how many rows were out of order.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from traces import transform
 from traces.azure_llm import COLUMNS as AZURE_LLM_COLUMNS
-from traces.azure_llm import read_azure_llm_2023
+from traces.azure_llm import MULTIMODAL_COLUMNS, read_azure_llm, read_azure_multimodal
 from traces.canonical import REQUIRED as CANONICAL_COLUMNS
 from traces.canonical import read_canonical
-from traces.csv_file import header
-from traces.errors import TraceError, line_of
+from traces.csv_file import check_text, header
+from traces.errors import TraceError, is_parquet, where
+from traces.functions_2019 import KEYS as FUNCTIONS_2019_COLUMNS
+from traces.functions_2019 import read_functions_2019
+from traces.functions_2021 import COLUMNS as FUNCTIONS_2021_COLUMNS
+from traces.functions_2021 import read_functions_2021
+from traces.labels import categorical
+from traces.mapping import function_models
+from traces.options import Options
 from traces.popularity import assign_models
+from traces.processed import COLUMNS as PROCESSED_COLUMNS
+from traces.processed import read_processed
+from traces.timestamps import first_value, has_zone
+from traces.tokens import draw_tokens
 
-__all__ = ["FORMATS", "TraceError", "default_trace", "detect_format", "load"]
+__all__ = [
+    "FORMATS",
+    "Options",
+    "Trace",
+    "TraceError",
+    "default_trace",
+    "detect_format",
+    "load",
+    "read",
+    "seeded",
+]
 
-# name -> (columns that identify it, reader, whether rows name their model)
-FORMATS: dict[str, tuple[list[str], Callable[[Path], pd.DataFrame], bool]] = {
-    "canonical": (CANONICAL_COLUMNS, read_canonical, True),
-    "azure-llm-2023": (AZURE_LLM_COLUMNS, read_azure_llm_2023, False),
+Reader = Callable[[Path, Options, np.random.Generator], pd.DataFrame]
+
+
+def _plain(reader: Callable[[Path], pd.DataFrame]) -> Reader:
+    return lambda path, _options, _rng: reader(path)
+
+
+@dataclass(frozen=True)
+class Format:
+    columns: list[str]  # the header names that identify it
+    reader: Reader
+    in_time_order: bool  # rows are requests that should already be sorted by arrival
+
+
+# Detection tries these in order; the first whose columns the header has wins (the
+# multimodal layout before the text one, whose columns it includes).
+FORMATS: dict[str, Format] = {
+    "canonical": Format(CANONICAL_COLUMNS, _plain(read_canonical), True),
+    "azure-multimodal-2025": Format(MULTIMODAL_COLUMNS, _plain(read_azure_multimodal), True),
+    "azure-llm-2023": Format(AZURE_LLM_COLUMNS, _plain(read_azure_llm), True),
+    "azure-llm-2024": Format(AZURE_LLM_COLUMNS, _plain(read_azure_llm), True),
+    "processed": Format(PROCESSED_COLUMNS, _plain(read_processed), True),
+    "azure-functions-2019": Format(FUNCTIONS_2019_COLUMNS, read_functions_2019, False),
+    "azure-functions-2021": Format(FUNCTIONS_2021_COLUMNS, read_functions_2021, False),
 }
+
+
+@dataclass
+class Trace:
+    """A loaded trace: the canonical frame, the format read, and what reading found."""
+
+    frame: pd.DataFrame
+    format: str
+    out_of_order: int | None  # rows before the row above them; None where rows are not
+    notes: dict = field(default_factory=dict)  # format-specific facts (functions, ...)
+
+
+def seeded(seed: int) -> np.random.Generator:
+    """The generator for a trace's draws: the simulator's "trace" stream (sim/seeds.py), so
+    `python -m traces convert --seed N` writes the workload `python -m sim run --seed N`
+    replays from the same file."""
+    return np.random.default_rng([0, seed])
 
 
 def default_trace() -> Path:
@@ -34,21 +96,107 @@ def default_trace() -> Path:
     return Path(str(resources.files("traces").joinpath("data/AzureLLMInferenceTrace_code.csv")))
 
 
-def _is_parquet(path: Path) -> bool:
-    return path.suffix.lower() in (".parquet", ".pq")
-
-
 def detect_format(path: Path) -> str:
-    if _is_parquet(path):
+    if is_parquet(path):
         return "canonical"
-    columns = set(header(path))
-    for name, (required, _, _) in FORMATS.items():
-        if set(required) <= columns:
+    check_text(path)
+    names = header(path)
+    columns = set(names)
+    for name, spec in FORMATS.items():
+        if set(spec.columns) <= columns:
+            if spec.columns == AZURE_LLM_COLUMNS:
+                return "azure-llm-2024" if has_zone(first_value(path, "TIMESTAMP")) else name
             return name
-    raise TraceError(
-        f"{path}: line 1: unrecognised header {sorted(columns)}; known formats: "
-        + "; ".join(f"{name} ({','.join(cols)})" for name, (cols, _, _) in FORMATS.items())
-    )
+    if len(names) == 1 and any(d in names[0] for d in ";\t|"):
+        raise TraceError(f"{path}: line 1: wrong delimiter: fields must be separated by commas")
+
+    def shared(name: str) -> tuple[int, int]:  # most columns in common, then fewest missing
+        return len(columns & set(FORMATS[name].columns)), -len(FORMATS[name].columns)
+
+    closest = max(FORMATS, key=shared)
+    if shared(closest)[0] >= 2:
+        missing = [c for c in FORMATS[closest].columns if c not in columns]
+        raise TraceError(
+            f"{path}: line 1: missing column(s) {', '.join(missing)} of the {closest} format "
+            f"(header has {', '.join(names)})"
+        )
+    known = "; ".join(f"{n} ({','.join(s.columns)})" for n, s in FORMATS.items())
+    raise TraceError(f"{path}: line 1: unrecognised header {names}; known formats: {known}")
+
+
+def reference_tokens(path: Path | None) -> pd.DataFrame:
+    """Token columns of a reference trace (for `--tokens trace[:PATH]`)."""
+    path = path or default_trace()
+    frame = _read_rows(path, None, Options(), np.random.default_rng(0))
+    if "input_tokens" not in frame:
+        raise TraceError(f"{path}: has no token counts to draw from")
+    return frame
+
+
+def _read_rows(path: Path, fmt: str | None, options: Options, rng: np.random.Generator):
+    if not path.is_file():
+        raise TraceError(f"{path}: no such file")
+    if fmt is not None and fmt not in FORMATS:
+        raise TraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
+    return FORMATS[fmt or detect_format(path)].reader(path, options, rng)
+
+
+def read(
+    path: str | Path,
+    models: list[str],
+    rng: np.random.Generator,
+    zipf_exponent: float = 1.0,
+    fmt: str | None = None,
+    options: Options | None = None,
+) -> Trace:
+    """The canonical trace in `path`, sorted by arrival (stably), models checked."""
+    path, options = Path(path), options or Options()
+    fmt = fmt or options.format
+    name = fmt or (detect_format(path) if path.is_file() else None)
+    frame = _read_rows(path, name, options, rng)
+    notes, frame.attrs = dict(frame.attrs), {}
+    named = "model" in frame
+    if named:  # checked in file order, so that an error names the file's line
+        frame = transform.remap(frame, options.remap) if options.remap else frame
+        _check_catalog(frame, models, path)
+    else:
+        _check_remap(options.remap, models)
+    late = int((np.diff(frame["arrival_s"].to_numpy()) < 0).sum())
+    if late:  # a sort copies every column: skipped for the usual, sorted file
+        frame = frame.sort_values("arrival_s", kind="stable", ignore_index=True)
+    late = late if FORMATS[name].in_time_order else None
+    if "function" in frame:
+        codes = function_models(
+            frame.pop("function").to_numpy(), notes["functions"], len(models), options.mapping
+        )
+        frame.insert(1, "model", categorical(codes, models))
+    elif not named:
+        frame.insert(1, "model", assign_models(len(frame), models, zipf_exponent, rng))
+    if not named and options.remap:
+        frame = transform.remap(frame, options.remap)
+    if "input_tokens" not in frame:
+        tokens = draw_tokens(options.tokens, len(frame), rng, reference_tokens)
+        frame["input_tokens"], frame["output_tokens"] = tokens
+    frame = transform.apply(frame, options, rng, scaled=name == "azure-functions-2019")
+    if frame.empty:
+        raise TraceError(f"{path}: no requests (after --window, --thin or --scale)")
+    return Trace(frame, name, late, notes)
+
+
+def _check_remap(remap: dict[str, str], models: list[str]) -> None:
+    unknown = [new for new in remap.values() if new not in models]
+    if unknown:
+        raise TraceError(f"--remap: {unknown[0]!r} is not in the catalog ({', '.join(models)})")
+
+
+def _check_catalog(frame: pd.DataFrame, models: list[str], path: Path) -> None:
+    unknown = ~frame["model"].isin(models).to_numpy()
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise TraceError(
+            f"{path}: {where(path, row)}: model {frame['model'].iloc[row]!r} is not in the "
+            f"catalog ({', '.join(models)})"
+        )
 
 
 def load(
@@ -57,23 +205,7 @@ def load(
     rng: np.random.Generator,
     zipf_exponent: float = 1.0,
     fmt: str | None = None,
+    options: Options | None = None,
 ) -> pd.DataFrame:
-    """The canonical trace in `path`, sorted by arrival (stably), models checked."""
-    path = Path(path)
-    if not path.is_file():
-        raise TraceError(f"{path}: no such file")
-    if fmt is not None and fmt not in FORMATS:
-        raise TraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
-    _, reader, names_models = FORMATS[fmt or detect_format(path)]
-    frame = reader(path)
-    if not names_models:
-        frame.insert(1, "model", assign_models(len(frame), models, zipf_exponent, rng))
-    unknown = ~frame["model"].isin(models).to_numpy()
-    if unknown.any():
-        row = int(np.flatnonzero(unknown)[0])
-        where = f"row {row}" if _is_parquet(path) else f"line {line_of(row)}"
-        raise TraceError(
-            f"{path}: {where}: model {frame['model'].iloc[row]!r} is not in the catalog "
-            f"({', '.join(models)})"
-        )
-    return frame.sort_values("arrival_s", kind="stable", ignore_index=True)
+    """The canonical trace in `path` (see `read`)."""
+    return read(path, models, rng, zipf_exponent, fmt, options).frame

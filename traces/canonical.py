@@ -1,49 +1,85 @@
 """The canonical trace (DESIGN.md): `arrival_s, model, input_tokens, output_tokens`.
 
-Optional columns `request_id` and `slo_ttft_s` are kept. CSV or Parquet. Rows stay in file
-order here; `traces.load` sorts them by arrival.
+Optional columns `request_id` and `slo_ttft_s` are kept. CSV or Parquet. Models become a
+categorical column (one string per distinct model, not per row). Rows stay in file order
+here; `traces.load` sorts them by arrival.
 """
 
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from traces.columns import counts, numbers, require_columns
-from traces.csv_file import read_text_columns
-from traces.errors import TraceError, line_of
+from traces.columns import counts, numbers
+from traces.csv_file import Column, read_columns, require_columns
+from traces.errors import TraceError, is_parquet, where
+from traces.labels import categorical
 
 REQUIRED = ["arrival_s", "model", "input_tokens", "output_tokens"]
 OPTIONAL = ["request_id", "slo_ttft_s"]
+_MODEL = pa.dictionary(pa.int32(), pa.string())
+_COLUMNS = [
+    Column("arrival_s", pa.float64(), "a number >= 0"),
+    Column("model", _MODEL, "a model name"),
+    Column("input_tokens", pa.float64(), "an integer >= 1"),
+    Column("output_tokens", pa.float64(), "an integer >= 1"),
+]
+_OPTIONAL = [
+    Column("request_id", pa.string(), "text"),
+    Column("slo_ttft_s", pa.float64(), "a number >= 0"),
+]
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def _read_parquet(path: Path) -> pa.Table:
     try:
-        frame = pd.read_parquet(path)
+        table = pq.read_table(path)
     except Exception as err:  # pyarrow raises several unrelated types for a bad file
-        raise TraceError(f"{path}: not a readable Parquet file: {err}") from None
-    return frame.astype({c: str for c in frame.columns if c in ("model", "request_id")})
+        raise TraceError(
+            f"{path}: not a readable Parquet file: {' '.join(str(err).split())}"
+        ) from None
+    require_columns(table.column_names, REQUIRED, path)
+    if table.num_rows == 0:
+        raise TraceError(f"{path}: no rows")
+    for name in ("arrival_s", "input_tokens", "output_tokens", "slo_ttft_s"):
+        if (
+            name in table.column_names
+            and not pa.types.is_floating(table[name].type)
+            and not pa.types.is_integer(table[name].type)
+        ):
+            raise TraceError(f"{path}: column {name} must be numeric, is {table[name].type}")
+    return table
+
+
+def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
+    """Model names, stripped, as a categorical built from the dictionary: vectorised."""
+    if not pa.types.is_dictionary(column.type):
+        column = column.cast(pa.string()).dictionary_encode()
+    encoded = column.unify_dictionaries().combine_chunks()
+    names = [str(n).strip() for n in encoded.dictionary.to_pylist()]
+    indices = encoded.indices.fill_null(len(names)).to_numpy()  # null: the "" name below
+    model = categorical(indices, [*names, ""])
+    empty = np.asarray(model == "")
+    if empty.any():
+        raise TraceError(f"{path}: {where(path, int(np.flatnonzero(empty)[0]))}: model is empty")
+    return model
 
 
 def read_canonical(path: Path) -> pd.DataFrame:
-    is_parquet = path.suffix.lower() in (".parquet", ".pq")
-    raw = _read_parquet(path) if is_parquet else read_text_columns(path)
-    require_columns(raw, REQUIRED, path)
-    models = raw["model"].astype(str).str.strip()
-    empty = (models == "").to_numpy()
-    if empty.any():
-        row = int(np.flatnonzero(empty)[0])
-        raise TraceError(f"{path}: line {line_of(row)}: model is empty")
+    table = _read_parquet(path) if is_parquet(path) else read_columns(path, _COLUMNS, _OPTIONAL)
+    models = _models(table["model"], path)
     frame = pd.DataFrame(
         {
-            "arrival_s": numbers(raw, "arrival_s", path, minimum=0.0),
-            "model": models.to_numpy(dtype=object),
-            "input_tokens": counts(raw, "input_tokens", path),
-            "output_tokens": counts(raw, "output_tokens", path),
-        }
+            "arrival_s": numbers(table["arrival_s"], "arrival_s", path, minimum=0.0),
+            "model": models,
+            "input_tokens": counts(table["input_tokens"], "input_tokens", path),
+            "output_tokens": counts(table["output_tokens"], "output_tokens", path),
+        },
+        copy=False,
     )
-    if "request_id" in raw:
-        frame["request_id"] = raw["request_id"].astype(str).to_numpy(dtype=object)
-    if "slo_ttft_s" in raw:
-        frame["slo_ttft_s"] = numbers(raw, "slo_ttft_s", path, minimum=0.0)
+    if "request_id" in table.column_names:
+        frame["request_id"] = table["request_id"].cast(pa.string()).to_pandas()
+    if "slo_ttft_s" in table.column_names:
+        frame["slo_ttft_s"] = numbers(table["slo_ttft_s"], "slo_ttft_s", path, minimum=0.0)
     return frame

@@ -1,40 +1,54 @@
-"""Checks shared by the trace readers: required columns, integer and numeric fields."""
+"""Checks shared by the trace readers on converted columns: finite, in range, integral.
+
+Each takes a numpy array and reports the first bad row with its value, so every reader
+refuses bad data the same way (and a NaN never slips through as a number).
+"""
 
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
-from traces.errors import TraceError, line_of
-
-
-def require_columns(frame: pd.DataFrame, columns: list[str], path: Path) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise TraceError(
-            f"{path}: line 1: missing column(s) {', '.join(missing)} "
-            f"(header has {', '.join(map(str, frame.columns))})"
-        )
+from traces.errors import TraceError, where
 
 
-def _first_bad(bad: np.ndarray, frame: pd.DataFrame, column: str, path: Path, want: str) -> None:
+def first_bad(bad: np.ndarray, values: np.ndarray, column: str, path: Path, want: str) -> None:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        value = frame[column].iloc[row]
-        raise TraceError(f"{path}: line {line_of(row)}: {column} must be {want}, got {value!r}")
+        value = values[row].item()
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        raise TraceError(f"{path}: {where(path, row)}: {column} must be {want}, got {shown!r}")
 
 
-def numbers(frame: pd.DataFrame, column: str, path: Path, *, minimum: float) -> np.ndarray:
-    """The column as finite float64 values >= minimum; the first bad one is an error."""
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values) | ~(values >= minimum)
-    _first_bad(bad, frame, column, path, f"a number >= {minimum:g}")
+def _floats(column: pa.ChunkedArray | pa.Array, name: str, path: Path) -> np.ndarray:
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise TraceError(f"{path}: {where(path, row)}: {name} is empty")
+    return column.to_numpy().astype(np.float64, copy=False)
+
+
+def numbers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: float) -> np.ndarray:
+    """Finite float64 values >= minimum."""
+    values = _floats(column, name, path)
+    first_bad(
+        ~np.isfinite(values) | ~(values >= minimum), values, name, path, f"a number >= {minimum:g}"
+    )
     return values
 
 
-def counts(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
-    """The column as integers >= 1 (token counts); the first bad one is an error."""
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values) | (values < 1) | (values != np.floor(values))
-    _first_bad(bad, frame, column, path, "an integer >= 1")
+def integers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: int) -> np.ndarray:
+    """Whole numbers >= minimum as int64 (token counts: 1; invocation counts: 0). An integer
+    column is checked as it is; a float one (lenient formats accept `12.0`) must be whole."""
+    if pa.types.is_integer(column.type) and not column.null_count:
+        values = column.to_numpy().astype(np.int64, copy=False)
+        first_bad(values < minimum, values, name, path, f"an integer >= {minimum}")
+        return values
+    values = _floats(column, name, path)
+    bad = ~np.isfinite(values) | (values < minimum) | (values != np.floor(values))
+    first_bad(bad, values, name, path, f"an integer >= {minimum}")
     return values.astype(np.int64)
+
+
+def counts(column: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
+    """Token counts: integers >= 1."""
+    return integers(column, name, path, minimum=1)

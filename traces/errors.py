@@ -1,5 +1,7 @@
 """The error for a malformed trace: the message names the file, the line and the problem."""
 
+from pathlib import Path
+
 
 class TraceError(ValueError):
     pass
@@ -8,3 +10,12 @@ class TraceError(ValueError):
 def line_of(row: int) -> int:
     """The file line of data row `row` (0-based) in a CSV file with a one-line header."""
     return row + 2
+
+
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def where(path: Path, row: int) -> str:
+    """How a message points at data row `row`: a line in a CSV file, a row in Parquet."""
+    return f"row {row}" if is_parquet(path) else f"line {line_of(row)}"

@@ -1,0 +1,67 @@
+"""The model catalog and popularity `python -m traces` uses when a trace names no model.
+
+`--models a,b,c` lists the models; `--cluster FILE.toml` takes the keys of its `[models]`
+table (in file order: the first is the most popular) and its `workload.zipf_exponent`;
+otherwise the simulator's defaults (`sim/defaults/cluster.toml`, read as data: traces
+imports no simulator code). So a converted trace is the workload `python -m sim run` would
+build from the same file, cluster and seed.
+"""
+
+import tomllib
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+from traces.errors import TraceError
+
+DEFAULTS = "sim/defaults/cluster.toml"
+
+
+def _toml(text: str, where: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise TraceError(f"{where}: not valid TOML: {' '.join(str(err).split())}") from None
+
+
+def _sources(cluster: Path | None) -> Iterator[tuple[dict, str]]:
+    """The cluster file's table, then the defaults'."""
+    if cluster is not None:
+        if not cluster.is_file():
+            raise TraceError(f"{cluster}: no such file")
+        yield _toml(cluster.read_text(encoding="utf-8"), str(cluster)), str(cluster)
+    text = resources.files("sim").joinpath("defaults/cluster.toml").read_text()
+    yield _toml(text, DEFAULTS), DEFAULTS
+
+
+def default_models() -> list[str]:
+    return catalog(None, None)
+
+
+def catalog(models: str | None, cluster: Path | None) -> list[str]:
+    if models is not None:
+        names = [name.strip() for name in models.split(",")]
+        if not all(names):
+            raise TraceError(f"--models: expected NAME[,NAME...], got {models!r}")
+        return names
+    for table, where in _sources(cluster):
+        found = table.get("models")
+        if found is not None:
+            if not isinstance(found, dict) or not found:
+                raise TraceError(f"{where}: models: expected a non-empty table of models")
+            return list(found)
+    raise TraceError(f"{DEFAULTS}: has no models")
+
+
+def zipf_exponent(zipf: float | None, cluster: Path | None) -> float:
+    """`--zipf`, else the first `workload.zipf_exponent` of the cluster file and defaults."""
+    if zipf is not None:
+        return zipf
+    for table, where in _sources(cluster):
+        workload = table.get("workload", {})
+        if isinstance(workload, dict) and "zipf_exponent" in workload:
+            value = workload["zipf_exponent"]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise TraceError(f"{where}: workload.zipf_exponent: expected a number >= 0")
+            return float(value)
+    return 1.0

@@ -1,0 +1,140 @@
+"""`python -m traces stats|convert|generate`: inspect a trace, convert any format to the
+canonical one, or generate a synthetic workload."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import traces
+from traces import transform
+from traces.catalog import catalog, zipf_exponent
+from traces.generate import synthesize
+from traces.options import add_trace_options, non_negative, positive, trace_options
+from traces.stats import render, statistics
+from traces.writer import write_canonical
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line (and still exit 2)."""
+
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="seed for every draw (default: 0)")
+    parser.add_argument(
+        "--models",
+        default=None,
+        metavar="A,B,...",
+        help="model catalog, most popular first, for traces that name none",
+    )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        default=None,
+        help="take the catalog from this cluster TOML's [models] table "
+        "(default: the simulator's default catalog)",
+    )
+    parser.add_argument(
+        "--zipf",
+        type=non_negative,
+        default=None,
+        help="Zipf exponent of model popularity (default: the cluster's, else 1)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m traces", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    formats = list(traces.FORMATS)
+
+    stats = commands.add_parser("stats", help="describe a trace")
+    stats.add_argument("trace", type=Path)
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    _common(stats)
+    add_trace_options(stats, formats)
+
+    convert = commands.add_parser("convert", help="write a trace in the canonical form")
+    convert.add_argument("trace", type=Path)
+    convert.add_argument("-o", "--out", type=Path, required=True, help="OUT.csv or OUT.parquet")
+    _common(convert)
+    add_trace_options(convert, formats)
+
+    generate = commands.add_parser("generate", help="write a synthetic trace")
+    generate.add_argument("-o", "--out", type=Path, required=True, help="OUT.csv or OUT.parquet")
+    generate.add_argument("--rate", type=positive, required=True, help="requests per second")
+    size = generate.add_mutually_exclusive_group(required=True)
+    size.add_argument("--duration", type=positive, help="seconds of arrivals")
+    size.add_argument("--requests", type=_count, help="number of requests")
+    generate.add_argument(
+        "--arrivals",
+        choices=("poisson", "gamma"),
+        default="poisson",
+        help="inter-arrival distribution; gamma takes --cv (default: poisson)",
+    )
+    _common(generate)
+    add_trace_options(generate, None)
+    return parser
+
+
+def _read(args: argparse.Namespace) -> traces.Trace:
+    rng = traces.seeded(args.seed)
+    models = catalog(args.models, args.cluster)
+    zipf = zipf_exponent(args.zipf, args.cluster)
+    return traces.read(args.trace, models, rng, zipf, options=trace_options(args))
+
+
+def _generate(args: argparse.Namespace) -> traces.Trace:
+    rng = traces.seeded(args.seed)
+    options = trace_options(args)
+    frame = synthesize(
+        rng,
+        catalog(args.models, args.cluster),
+        rate=args.rate,
+        cv=args.cv if args.arrivals == "gamma" else 1.0,
+        duration=args.duration,
+        count=args.requests,
+        zipf_exponent=zipf_exponent(args.zipf, args.cluster),
+        tokens=options.tokens,
+        reference=traces.reference_tokens,
+    )
+    frame = transform.remap(frame, options.remap) if options.remap else frame
+    frame = transform.apply(frame, options, rng, scaled=False)
+    if frame.empty:
+        raise traces.TraceError("generate: no requests (raise --rate or --duration)")
+    return traces.Trace(frame, "synthetic", 0)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.seed < 0:
+        raise traces.TraceError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if args.command == "stats":
+        found = statistics(_read(args))
+        print(json.dumps(found) if args.json else render(found))
+        return 0
+    trace = _read(args) if args.command == "convert" else _generate(args)
+    write_canonical(trace.frame, args.out)
+    if trace.out_of_order:
+        print(f"note: sorted {trace.out_of_order} out-of-order rows", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return run(args)
+    except (traces.TraceError, OSError) as err:
+        print(f"python -m traces {args.command}: error: {err}", file=sys.stderr)
+        return 2

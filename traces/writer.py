@@ -1,0 +1,42 @@
+"""Write a canonical trace as CSV or Parquet, atomically: a temporary file in the target's
+folder, renamed into place, so a failure never leaves a half-written trace."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from traces.canonical import OPTIONAL, REQUIRED
+from traces.errors import TraceError, is_parquet
+
+
+def _table(frame: pd.DataFrame) -> pa.Table:
+    columns = [c for c in (*REQUIRED, *OPTIONAL) if c in frame]
+    table = pa.Table.from_pandas(frame[columns], preserve_index=False)
+    return table.set_column(1, "model", table["model"].cast(pa.string()))
+
+
+def write_canonical(frame: pd.DataFrame, out: Path) -> None:
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        raise TraceError(f"{out}: the output must end in .csv or .parquet")
+    if not out.parent.is_dir():
+        raise TraceError(f"{out.parent}: no such folder")
+    table = _table(frame)
+    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(handle)
+    try:
+        if is_parquet(out):
+            pq.write_table(table, temporary)
+        else:
+            with open(temporary, "wb") as handle:  # Arrow would quote the header's names
+                handle.write((",".join(table.column_names) + "\n").encode())
+                options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+                pacsv.write_csv(table, handle, options)
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
