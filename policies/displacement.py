@@ -67,18 +67,31 @@ def ranked_destinations(view: ClusterView, model: str, server: int) -> list[int]
 def destinations(
     view: ClusterView, leaving: tuple[Running, ...], ranked: Callable[[str], list[int]]
 ) -> list[int] | None:
-    """Where each of `leaving` continues: the first server in `ranked(model)` with room
-    left after the GPUs claimed so far. None if some instance has nowhere to go."""
-    claimed: dict[int, int] = {}
-    found = []
-    for r in leaving:
-        fits = (s for s in ranked(r.model) if view.available_gpus(s) - claimed.get(s, 0) >= r.gpus)
-        destination = next(fits, None)
-        if destination is None:
-            return None
-        claimed[destination] = claimed.get(destination, 0) + r.gpus
-        found.append(destination)
-    return found
+    """Where each of `leaving` continues, or None if they cannot all be placed at once.
+
+    A small bin packing, solved exactly by backtracking: the largest instances first,
+    each trying its `ranked(model)` servers in order, so the first complete assignment
+    found is the one locality prefers.
+    """
+    order = sorted(range(len(leaving)), key=lambda k: -leaving[k].gpus)
+    room: dict[int, int] = {}
+    found: list[int] = [0] * len(leaving)
+
+    def assign(depth: int) -> bool:
+        if depth == len(order):
+            return True
+        r = leaving[order[depth]]
+        for s in ranked(r.model):
+            free = room.setdefault(s, view.available_gpus(s))
+            if free >= r.gpus:
+                room[s] = free - r.gpus
+                found[order[depth]] = s
+                if assign(depth + 1):
+                    return True
+                room[s] = free
+        return False
+
+    return found if assign(0) else None
 
 
 def cheapest_moves(

@@ -151,30 +151,32 @@ class Cluster:
 
     # --- mutations (the simulator's) ---
 
-    def place(self, instance: Instance, leaving: list[Instance] | None = None) -> list[Instance]:
-        """Give `instance` its GPUs, reclaiming idle instances (oldest idle first).
+    def place(self, instance: Instance, leaving: list[Instance] | None = None) -> list[int]:
+        """Give `instance` its GPUs: free ones, then those of idle instances (reclaimed,
+        oldest idle first), then those of `leaving` (busy instances migrating away).
 
-        The GPUs of `leaving` (busy instances being migrated away) pass to it now, though
-        they stay occupied until those instances have left. Returns the reclaimed
-        instances, already stopped.
+        A leaving instance pledges only the GPUs still lacking; they pass to `instance`
+        now, though they stay occupied until it has left. Returns the GPUs each of
+        `leaving` pledged: the rest are freed when it leaves (`retire`).
         """
         server = self.servers[instance.server]
+        need = instance.model.gpus
+        while server.free_gpus < need and server.idle:
+            self.stop(next(iter(server.idle)))
+        lacking = need - min(need, server.free_gpus)
+        pledged = []
         for other in leaving or ():
-            server.free_gpus += other.model.gpus
-        reclaimed = []
-        while server.free_gpus < instance.model.gpus:
-            if not server.idle:
-                raise RuntimeError(
-                    f"no room for {instance.model.name} on server {server.id}: "
-                    "a policy chose a server that cannot start it"
-                )
-            victim = next(iter(server.idle))
-            self.stop(victim)
-            reclaimed.append(victim)
-        server.free_gpus -= instance.model.gpus
+            pledged.append(min(other.model.gpus, lacking))
+            lacking -= pledged[-1]
+        if lacking:
+            raise RuntimeError(
+                f"no room for {instance.model.name} on server {server.id}: "
+                "a policy chose a server that cannot start it"
+            )
+        server.free_gpus -= need - sum(pledged)
         self._reindex(server)
         server.instances[instance] = None
-        return reclaimed
+        return pledged
 
     def mark_idle(self, instance: Instance) -> None:
         server = self.servers[instance.server]
@@ -192,13 +194,14 @@ class Cluster:
         """Stop an idle instance: its GPUs are freed, its checkpoint stays in DRAM."""
         self.mark_busy(instance)
         instance.stop()
-        self.retire(instance, free_gpus=True)
+        self.retire(instance)
 
-    def retire(self, instance: Instance, *, free_gpus: bool) -> None:
-        """Take a stopped instance off the books; `free_gpus` unless they passed on."""
+    def retire(self, instance: Instance, pledged: int = 0) -> None:
+        """Take a stopped instance off the books, freeing its GPUs but those it pledged
+        to an instance waiting for them."""
         server = self.servers[instance.server]
-        if free_gpus:
-            server.free_gpus += instance.model.gpus
+        if instance.model.gpus > pledged:
+            server.free_gpus += instance.model.gpus - pledged
             self._reindex(server)
         del server.instances[instance]
         self.gpu_seconds += instance.model.gpus * (self._clock.now - instance.allocated_at)

@@ -11,7 +11,8 @@ it stops. If S's requests all finish first, there is nothing left to move: S is 
 released and T stays as an ordinary idle instance.
 
 Requests still waiting for their prefill on S move as they are (their prompts are counted
-in the bytes sent; T prefills them). A prefill in progress at the stop is redone on T.
+in the bytes sent, though no time is charged for sending them: nanoseconds a token; T
+prefills them). A prefill in progress at the stop is redone on T.
 """
 
 from typing import Protocol
@@ -26,7 +27,8 @@ class MigrationEvents(Protocol):
         """The source is stopped and its GPUs are free."""
 
     def migration_done(self, migration: "Migration", moved: list[Handover], pause_s: float) -> None:
-        """`moved` continue on the target after a pause of `pause_s`."""
+        """`moved` continue on the target after a pause of `pause_s` (none moved if the
+        source emptied first)."""
 
 
 class Migration:
@@ -70,6 +72,7 @@ class Migration:
             self.target.adopt([])
         else:
             self.target.reserved = False
+        self._events.migration_done(self, [], 0.0)  # the target takes requests now
 
     def _new_tokens(self) -> float:
         """Tokens the source holds that the target lacks; marks them as sent."""

@@ -69,7 +69,8 @@ class RequestTable:
 
     def moved_before_prefill(self, i: int, ready_at: float) -> None:
         """Migrated before its prefill: its startup ended when its first instance was ready."""
-        self.startup_s[i] = max(self.placed_at[i], ready_at) - self.placed_at[i]
+        if np.isnan(self.startup_s[i]):
+            self.startup_s[i] = max(self.placed_at[i], ready_at) - self.placed_at[i]
 
     def migrated(
         self, i: int, pause_s: float, rounds: int, bytes_sent: float, generated: float
@@ -83,7 +84,7 @@ class RequestTable:
     def preempted(self, i: int, generated: float) -> None:
         """Back to the queue: the attempt and the tokens it generated are lost."""
         self.preemptions[i] += 1
-        self.wasted_tokens += generated
+        self.wasted_tokens += self.generated[i] + generated  # earlier instances' tokens too
         self.generated[i] = 0.0
         self.server[i] = -1
         self.tier[i] = -1

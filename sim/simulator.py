@@ -56,9 +56,11 @@ class Simulation:
         # Instances waiting for migrations to free their GPUs: [migrations left, start].
         self._held: dict[Instance, list] = {}
         self._migration_of: dict[Instance, Migration] = {}  # by source
+        self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
         self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
         self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
         self.migrations = 0
+        self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
         self.wall_s = 0.0
 
@@ -152,7 +154,8 @@ class Simulation:
         spec = self.config.models[model]
         load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
-        self.cluster.place(instance, leaving)
+        pledged = self.cluster.place(instance, leaving)
+        self._pledged.update(zip(leaving or (), pledged, strict=True))
         self.room_changed(instance)
         self.loads_by_tier[load.tier] += 1
 
@@ -187,7 +190,7 @@ class Simulation:
     def source_left(self, migration: Migration) -> None:
         source = migration.source
         del self._migration_of[source]
-        self.cluster.retire(source, free_gpus=False)
+        self.cluster.retire(source, self._pledged.pop(source))
         held = self._held[migration.waiting]
         held[0] -= 1
         if held[0] == 0:
@@ -206,7 +209,7 @@ class Simulation:
     def _preempt(self, victim: Instance) -> None:
         """Stop `victim` now; its requests go back to the queue, their progress lost."""
         moved = victim.detach()
-        self.cluster.retire(victim, free_gpus=True)
+        self.cluster.retire(victim)
         self.preemptions += 1
         queue = self._waiting.setdefault(victim.model.name, deque())
         for h in moved:

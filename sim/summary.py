@@ -69,6 +69,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
             tier: int(n) for tier, n in zip(START_TIERS, counts, strict=True)
         },
         "migrations": sim.migrations,
+        "migrations_moved": sim.migrations_moved,
         "migrated_requests": int((t.migrations > 0).sum()),
         "migration_pause_p99_s": _percentile(t.migration_pause_s[t.migrations > 0], 99),
         "preemptions": sim.preemptions,
