@@ -198,6 +198,7 @@ class Simulation:
             held[1]()
 
     def migration_done(self, migration: Migration, moved: list[Handover], pause_s: float) -> None:
+        self.migrations_moved += bool(moved)
         for h in moved:
             self.table.migrated(
                 h.request, pause_s, migration.rounds, migration.bytes_sent(h), h.generated

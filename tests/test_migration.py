@@ -105,3 +105,10 @@ def test_preemption_restarts_the_displaced_request_from_scratch(config):
     assert t.e2e_s[0] == t.ttft_s[0] + 999 * STEP
     assert t.wasted_tokens == 1 + (10.0 - (STARTUP + SSD_LOAD + PREFILL)) / STEP
     assert t.queue_s[0] + t.startup_s[0] + t.prefill_s[0] == t.ttft_s[0]
+
+
+def test_the_summary_counts_migrations_that_moved_requests(config):
+    moved = simulate(config, ROWS, "migration")
+    emptied = simulate(config, [(0.0, "b", 1024, 60), (10.0, "a", 1024, 2)], "migration")
+    assert (moved.migrations, moved.migrations_moved) == (1, 1)
+    assert (emptied.migrations, emptied.migrations_moved) == (1, 0)
