@@ -112,3 +112,18 @@ def test_the_summary_counts_migrations_that_moved_requests(config):
     emptied = simulate(config, [(0.0, "b", 1024, 60), (10.0, "a", 1024, 2)], "migration")
     assert (moved.migrations, moved.migrations_moved) == (1, 1)
     assert (emptied.migrations, emptied.migrations_moved) == (1, 0)
+
+
+def test_a_migrating_instance_keeps_the_gpus_the_newcomer_does_not_need(tmp_path):
+    # A 2-GPU instance of "big" leaves server 0 for a 1-GPU "a"; its other GPU stays
+    # busy until it has left, so "b" (also held on server 0's SSD) cannot start at once.
+    big = '\n[models.big]\nweights = "8GiB"\ngpus = 2\nprefill_tokens_per_s = 1024.0\n'
+    big += "decode_step_s = 0.125\nssd_servers = [0, 1]\n"
+    config = tiny_config(tmp_path, count=2, ssd_a="[0]", ssd_b="[0]", extra=big)
+    rows = [(0.0, "big", 1024, 2000), (20.0, "a", 1024, 10), (20.5, "b", 1024, 10)]
+    sim = simulate(config, rows, "migration")
+    t = sim.table
+    assert sim.migrations == 1 and list(t.server) == [0, 0, 0]
+    # big's new instance on server 1 is ready at 20 + 2 + 8 GiB / 2 GiB/s = 26 at the
+    # earliest; only after that can big leave server 0 and free its second GPU.
+    assert 20.5 + t.queue_s[2] >= 26.0

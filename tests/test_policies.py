@@ -25,7 +25,7 @@ class View:
     startup_s: float = 2.0
 
     def gpus_needed(self, model):
-        return 2 if model == "big" else 1
+        return {"big": 2, "huge": 3}.get(model, 1)
 
     def candidates(self, model):
         return [s for s in range(len(self.in_use)) if self.can_start(s, model)]
@@ -167,3 +167,14 @@ def test_startup_aware_takes_the_cheapest_estimate():
     decision = place("startup-aware", view, "big")
     assert decision.server == 0 and decision.migrate == (Move(1, 3), Move(3, 3))
     assert 3.0 + 2.0 + 1.0 < decision.estimate_s < 18.0
+
+
+def test_migration_finds_destinations_for_every_displaced_instance_if_any_exist():
+    # "huge" needs 3 GPUs: x and y must both leave server 0. x prefers server 1 (DRAM),
+    # but only there does y fit: sending x there first would strand y.
+    view = View(
+        in_use=[4, 2, 3, 4],
+        dram={"huge": [0], "x": [1]},
+        busy={0: [busy(1, "x", 1, 10), busy(2, "y", 2, 10), busy(3, "huge", 1, 10)]},
+    )
+    assert place("migration", view, "huge") == Start(0, migrate=(Move(1, 2), Move(2, 1)))
