@@ -109,6 +109,11 @@ class ClusterView(Protocol):
 
     def candidates(self, model: str) -> Iterable[int]: ...
 
+    def least_loaded_candidate(self, model: str) -> int | None:
+        """Among the servers that can start `model` now, the one with the fewest GPUs in
+        use, lowest id on ties (as `least_loaded` over `candidates`, without the scan)."""
+        ...
+
     def can_start(self, server: int, model: str) -> bool: ...
 
     def can_host(self, server: int, model: str) -> bool:
@@ -189,11 +194,12 @@ def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:
     return min(servers, key=lambda s: (view.gpus_in_use(s), s), default=None)
 
 
-def nearest(view: ClusterView, model: str, fits: Callable[[int], bool]) -> int | None:
-    """Locality: among the servers where `fits` holds, the least loaded one whose DRAM
-    cache holds the checkpoint, else whose SSD does, else any (a remote load)."""
+def nearest(view: ClusterView, model: str) -> int | None:
+    """Locality: among the servers that can start `model` now, the least loaded one whose
+    DRAM cache holds the checkpoint, else whose SSD does, else any (a remote load)."""
     for tier in ("dram", "ssd"):
-        server = least_loaded((s for s in view.holders(model, tier) if fits(s)), view)
+        ready = (s for s in view.holders(model, tier) if view.can_start(s, model))
+        server = least_loaded(ready, view)
         if server is not None:
             return server
-    return least_loaded((s for s in view.candidates(model) if fits(s)), view)
+    return view.least_loaded_candidate(model)

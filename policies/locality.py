@@ -13,5 +13,5 @@ from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, n
 @register("locality")
 class Locality(Policy):
     def place(self, request: Request, view: ClusterView) -> Decision:
-        server = nearest(view, request.model, lambda s: view.can_start(s, request.model))
+        server = nearest(view, request.model)
         return Wait() if server is None else Start(server)

@@ -38,5 +38,5 @@ class Migration(Policy):
         decision = start_or_make_room(view, model, migrate_off)
         if decision is not None:
             return decision
-        server = nearest(view, model, lambda s: view.can_start(s, model))
+        server = nearest(view, model)
         return Wait() if server is None else Start(server)

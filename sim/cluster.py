@@ -6,6 +6,7 @@ exactly k available GPUs (updated whenever an instance takes, idles or frees GPU
 class is also the policies' read-only `ClusterView`.
 """
 
+from bisect import bisect_left, insort
 from collections.abc import Iterator
 
 from policies.base import RoundCost, Running
@@ -27,12 +28,15 @@ class Cluster:
         }
         self.servers: list[Server] = []
         self._by_available: list[list[IndexedSet]] = []
+        self._sorted_by_available: list[list[list[int]]] = []  # the same, ids in order
         for g, group in enumerate(config.servers):
             self._by_available.append([IndexedSet() for _ in range(group.gpus + 1)])
+            self._sorted_by_available.append([[] for _ in range(group.gpus + 1)])
             for _ in range(group.count):
                 server = Server(len(self.servers), g, group, clock, self._cache_changed)
                 self.servers.append(server)
                 self._by_available[g][group.gpus].add(server.id)
+                self._sorted_by_available[g][group.gpus].append(server.id)
         self._indexed_available = [s.gpus for s in self.servers]
         self._total_available = sum(self._indexed_available)
         # Server groups whose GPUs can host each model (enough GPUs, enough memory).
@@ -61,6 +65,9 @@ class Cluster:
             buckets = self._by_available[server.group_index]
             buckets[old].discard(server.id)
             buckets[new].add(server.id)
+            ordered = self._sorted_by_available[server.group_index]
+            del ordered[old][bisect_left(ordered[old], server.id)]
+            insort(ordered[new], server.id)
             self._indexed_available[server.id] = new
             self._total_available += new - old
 
@@ -91,6 +98,19 @@ class Cluster:
     def candidates(self, model: str) -> Iterator[int]:
         for bucket in self._candidate_buckets(model):
             yield from bucket
+
+    def least_loaded_candidate(self, model: str) -> int | None:
+        # Per group, the fullest bucket of available GPUs holds its least loaded
+        # servers, lowest id first: one look per group, whatever the cluster's size.
+        best = None
+        for g in self._groups_for[model]:
+            buckets = self._sorted_by_available[g]
+            for available in range(len(buckets) - 1, self.models[model].gpus - 1, -1):
+                if buckets[available]:
+                    key = (len(buckets) - 1 - available, buckets[available][0])
+                    best = key if best is None else min(best, key)
+                    break
+        return None if best is None else best[1]
 
     def can_start(self, server: int, model: str) -> bool:
         return self.can_host(server, model) and (

@@ -36,6 +36,9 @@ class View:
     def candidate(self, model, k):
         return self.candidates(model)[k]
 
+    def least_loaded_candidate(self, model):
+        return min(self.candidates(model), key=lambda s: (self.in_use[s], s), default=None)
+
     def can_start(self, server, model):
         return 4 - self.in_use[server] >= self.gpus_needed(model)
 
