@@ -1,102 +1,156 @@
-"""How fast does thaw simulate? Requests per wall second and peak memory, for a synthetic
-trace of N requests on M servers. A benchmark: it prints figures and never fails on time.
+"""How fast does thaw simulate, and how does that scale? A benchmark: it prints figures and
+never fails on time.
 
-    python benchmarks/sim_speed.py --requests 100000 --servers 128 --policy locality [--json]
+    python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
+        [--policies locality,startup-aware] [--gpus 8] [--rate-per-server 0.5] [--json]
 
-The synthetic trace: Poisson arrivals at `--rate-per-server` requests/s per server (so a
-bigger cluster sees proportionally more load), token lengths resampled from the bundled
-Azure LLM 2023 code trace, models from the default catalog by Zipf popularity. The
-cluster is the default one with `--servers` servers.
+Each cell of the matrix (requests x servers x policy) runs in a fresh process, so peak
+memory is the cell's own. The workload: a synthetic trace (`traces.generate`: Poisson
+arrivals at `--rate-per-server` requests/s per server, so a bigger cluster sees
+proportionally more load; token lengths resampled from the bundled Azure LLM 2023 code
+trace; models by Zipf popularity over the default catalog), on the default cluster
+with `--servers` servers of `--gpus` GPUs. Printed per cell: simulated requests per
+wall second, events per request, and peak resident memory beyond the trace's own
+columns, per request; then, per policy and request count, the per-request cost at each
+cluster size relative to the smallest (flat is 1.0).
 """
 
 import argparse
 import json
-import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 import traces
 from sim import seeds
 from sim.config import load_config
 from sim.simulator import Simulation
-from traces.popularity import assign_models
-
-
-def synthetic_trace(requests: int, rate: float, models: list[str], seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    reference = traces.load(traces.default_trace(), models, rng)
-    rows = rng.integers(len(reference), size=requests)
-    return pd.DataFrame(
-        {
-            "arrival_s": np.cumsum(rng.exponential(1.0 / rate, size=requests)),
-            "model": assign_models(requests, models, 1.0, rng),
-            "input_tokens": reference["input_tokens"].to_numpy()[rows],
-            "output_tokens": reference["output_tokens"].to_numpy()[rows],
-        }
-    )
+from traces.generate import synthesize
 
 
 def peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    """This process's peak resident memory (Linux: VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def measure(
-    requests: int, servers: int, gpus: int, policy: str, rate_per_server: float, seed: int
-) -> dict:
+def measure(requests: int, servers: int, gpus: int, policy: str, rate: float, seed: int) -> dict:
+    """One cell, in this process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
         path.write_text(f"[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
         config = load_config(path)
-    trace = synthetic_trace(requests, rate_per_server * servers, list(config.models), seed)
-    rss_before = peak_rss_bytes()
+    trace = synthesize(
+        np.random.default_rng(seed),
+        list(config.models),
+        rate=rate * servers,
+        count=requests,
+        reference=traces.reference_tokens,
+    )
+    trace_bytes = int(trace.memory_usage(deep=True).sum())
+    before = peak_rss_bytes()
     sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"))
     started = time.perf_counter()
     sim.run()
     wall = time.perf_counter() - started
-    frame = sim.table.frame()
-    rss_after = peak_rss_bytes()
-    done = frame["status"] == "done"
+    peak = peak_rss_bytes()
     return {
         "requests": requests,
         "servers": servers,
+        "gpus_per_server": gpus,
         "policy": policy,
         "wall_s": wall,
         "requests_per_wall_s": requests / wall,
         "events_per_request": sim.clock.fired / requests,
-        "peak_rss_bytes": rss_after,
-        "peak_rss_growth_per_request_bytes": (rss_after - rss_before) / requests,
-        "simulated_s": sim.clock.now,
-        "ttft_p99_s": float(frame.loc[done, "ttft_s"].quantile(0.99)),
-        "loads_by_tier": sim.loads_by_tier,
+        "trace_bytes": trace_bytes,
+        "peak_rss_bytes": peak,
+        "rss_growth_per_request_bytes": (peak - before) / requests,
+        "ttft_p99_s": float(np.percentile(sim.table.ttft_s, 99)),
+        "migrations": sim.migrations,
     }
+
+
+def measure_in_child(requests: int, servers: int, gpus: int, policy: str, rate: float) -> dict:
+    """One cell in a fresh interpreter, so its peak memory is its own."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
+        "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
+    )
+    args = json.dumps([requests, servers, gpus, policy, rate, 0])
+    here = str(Path(__file__).parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout)
+
+
+def scaling(cells: list[dict]) -> list[dict]:
+    """Per policy and request count: wall time per request at each cluster size, over the
+    smallest size's."""
+    ratios = []
+    for policy in dict.fromkeys(c["policy"] for c in cells):
+        for requests in dict.fromkeys(c["requests"] for c in cells):
+            row = sorted(
+                (c for c in cells if c["policy"] == policy and c["requests"] == requests),
+                key=lambda c: c["servers"],
+            )
+            if len(row) > 1:
+                base = row[0]["wall_s"] / requests
+                ratios += [
+                    {
+                        "policy": policy,
+                        "requests": requests,
+                        "servers": c["servers"],
+                        "cost_ratio": c["wall_s"] / requests / base,
+                    }
+                    for c in row[1:]
+                ]
+    return ratios
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=100_000)
-    parser.add_argument("--servers", type=int, default=16)
-    parser.add_argument("--policy", default="locality")
+    parser.add_argument("--requests", type=_ints, default=[10_000, 100_000])
+    parser.add_argument("--servers", type=_ints, default=[16, 128, 1024])
+    parser.add_argument("--policies", default="locality,startup-aware")
+    parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--rate-per-server", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    result = measure(args.requests, args.servers, args.policy, args.rate_per_server, args.seed)
+    cells = []
+    for policy in args.policies.split(","):
+        for requests in args.requests:
+            for servers in args.servers:
+                cell = measure_in_child(requests, servers, args.gpus, policy, args.rate_per_server)
+                cells.append(cell)
+                if not args.json:
+                    print(
+                        f"{policy:>14} {requests:>9,} requests {servers:>5} servers: "
+                        f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
+                        f"{cell['events_per_request']:.2f} events/request, "
+                        f"{cell['rss_growth_per_request_bytes']:,.0f} B/request",
+                        flush=True,
+                    )
+    ratios = scaling(cells)
     if args.json:
-        json.dump(result, sys.stdout)
+        json.dump({"cells": cells, "scaling": ratios}, sys.stdout)
         print()
         return
-    print(
-        f"{result['policy']}: {result['requests']:,} requests on {result['servers']} servers "
-        f"in {result['wall_s']:.2f} s wall = {result['requests_per_wall_s']:,.0f} requests/s, "
-        f"{result['events_per_request']:.2f} events/request; peak RSS "
-        f"{result['peak_rss_bytes'] / 2**20:,.0f} MiB "
-        f"(+{result['peak_rss_growth_per_request_bytes']:,.0f} B/request during the run)"
-    )
+    for r in ratios:
+        print(
+            f"{r['policy']:>14} {r['requests']:>9,} requests: cost per request at "
+            f"{r['servers']} servers = {r['cost_ratio']:.2f}x the smallest cluster's"
+        )
 
 
 if __name__ == "__main__":
