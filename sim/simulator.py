@@ -14,6 +14,7 @@ preempted request cannot itself trigger a preemption, so preemptions cannot casc
 """
 
 import bisect
+import gc
 import itertools
 import time
 from collections import deque
@@ -67,10 +68,20 @@ class Simulation:
     # --- arrivals and routing ---
 
     def run(self) -> None:
+        """Simulate to the end. Python's cyclic garbage collector is paused meanwhile: the
+        event loop makes no reference cycles (its garbage is freed by reference counting),
+        and each full collection would walk every live object, so its cost grew with the
+        cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
             self.clock.call_in(self.table.arrival[0], self._arrive, 0)
-        self.clock.run()
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            self.clock.run()
+        finally:
+            if paused:
+                gc.enable()
         self.wall_s = time.perf_counter() - started
         pending = np.flatnonzero(self.table.status == 0)
         if len(pending):
