@@ -8,6 +8,7 @@ import traces
 from policies import get_policy, policy_names
 from sim.config import load_config
 from sim.errors import InputError
+from sim.invariants import InvariantError
 from sim.progress import ProgressBar
 from sim.replay import replay
 from sim.run_dir import check_writable, write_run
@@ -58,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
         "thaw run directory there is replaced",
     )
     run.add_argument("--quiet", action="store_true", help="print nothing on success")
+    run.add_argument(
+        "--check",
+        action="store_true",
+        help="audit the cluster's books after every event (slower; see sim/invariants.py)",
+    )
     return parser
 
 
@@ -99,7 +105,15 @@ def run(args: argparse.Namespace) -> int:
     trace_path = args.trace or traces.default_trace()
     show_progress = not args.quiet and sys.stderr.isatty()
     progress = ProgressBar(args.policy) if show_progress else None
-    sim = replay(config, Path(trace_path), args.policy, args.seed, progress, trace_options(args))
+    sim = replay(
+        config,
+        Path(trace_path),
+        args.policy,
+        args.seed,
+        progress,
+        trace_options(args),
+        check=args.check,
+    )
     summary = summarize(sim, args.policy, args.seed, Path(trace_path))
     write_run(out, sim.table.frame(), summary, config.to_toml())
     if not args.quiet:
@@ -115,3 +129,6 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, traces.TraceError) as err:
         print(f"python -m sim {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except InvariantError as err:
+        print(f"python -m sim {args.command}: invariant violated: {err}", file=sys.stderr)
+        return 1

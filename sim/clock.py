@@ -25,8 +25,11 @@ class Timer:
 
     def __call__(self, _event: simpy.Event) -> None:
         if not self.cancelled:
-            self._clock.fired += 1
+            clock = self._clock
+            clock.fired += 1
             self._fn(*self._args)
+            if clock.after_event is not None:
+                clock.after_event(self._fn)
 
 
 class Clock:
@@ -35,6 +38,8 @@ class Clock:
     def __init__(self) -> None:
         self.env = simpy.Environment()
         self.fired = 0
+        # Called with each event's function after it ran (the invariant checker's hook).
+        self.after_event: Callable[[Callable[..., Any]], None] | None = None
 
     @property
     def now(self) -> float:

@@ -18,9 +18,10 @@ def replay(
     seed: int,
     progress: Callable[[int, int], None] | None = None,
     trace_options: traces.Options | None = None,
+    check: bool = False,
 ) -> Simulation:
     """Load `trace_path` for `config`'s catalog (read and transformed as `trace_options`
-    say) and simulate it to the end."""
+    say) and simulate it to the end (auditing every event if `check`)."""
     trace = traces.load(
         trace_path,
         list(config.models),
@@ -28,6 +29,6 @@ def replay(
         config.zipf_exponent,
         options=trace_options,
     )
-    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"), progress)
+    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"), progress, check)
     sim.run()
     return sim

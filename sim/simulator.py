@@ -29,6 +29,7 @@ from sim.clock import Clock
 from sim.cluster import Cluster
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
+from sim.invariants import InvariantError, check_outcome, check_state
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
 from sim.request_table import RequestTable
@@ -43,6 +44,7 @@ class Simulation:
         policy: str,
         rng: np.random.Generator,
         progress: Callable[[int, int], None] | None = None,
+        check: bool = False,
     ) -> None:
         self.config = config
         self.clock = Clock()
@@ -64,6 +66,8 @@ class Simulation:
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
         self.wall_s = 0.0
+        if check:
+            self._audit_every_event()
 
     # --- arrivals and routing ---
 
@@ -83,12 +87,20 @@ class Simulation:
             if paused:
                 gc.enable()
         self.wall_s = time.perf_counter() - started
-        pending = np.flatnonzero(self.table.status == 0)
-        if len(pending):
-            raise RuntimeError(
-                f"simulation ended with {len(pending)} unfinished requests "
-                f"(first: #{pending[0]}); this is a bug in thaw"
-            )
+        check_outcome(self)
+
+    def _audit_every_event(self) -> None:
+        """Check the books after every event; a violation names the event."""
+        last = [0.0]
+
+        def audit(event: Callable[..., object]) -> None:
+            try:
+                check_state(self, last[0])
+            except InvariantError as err:
+                raise InvariantError(f"after {event.__qualname__}: {err}") from None
+            last[0] = self.clock.now
+
+        self.clock.after_event = audit
 
     def _arrive(self, i: int) -> None:
         nxt = i + 1

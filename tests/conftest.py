@@ -78,10 +78,12 @@ def simulate(
     rows: list[tuple[float, str, int, int]],
     policy: str = "locality",
     seed: int = 0,
+    check: bool = False,
 ) -> Simulation:
-    """Run `rows` of (arrival_s, model, input_tokens, output_tokens) to completion."""
+    """Run `rows` of (arrival_s, model, input_tokens, output_tokens) to completion,
+    auditing the books after every event if `check`."""
     trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
-    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"))
+    sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"), check=check)
     sim.run()
     return sim
 

@@ -2,7 +2,8 @@
 
 Every request ends exactly once, having received exactly its output tokens (the
 simulator raises otherwise: `RequestTable.done`), its TTFT splits exactly into its parts,
-and a fixed seed gives identical results.
+the cluster's books hold after every event (`sim.invariants`), and a fixed seed gives
+identical results.
 """
 
 import numpy as np
@@ -48,7 +49,7 @@ placements = st.sampled_from(["[]", "[0]", "[0, 1]", "[1]"])
 def test_every_request_ends_once_with_all_its_tokens(tmp_path, trace, policy, cluster):
     config = tiny_config(tmp_path, **cluster)
     trace = sorted(trace)
-    first = simulate(config, trace, policy, seed=3)
+    first = simulate(config, trace, policy, seed=3, check=True)  # audits every event
     t = first.table
     target(float(first.migrations + first.preemptions))  # steer towards contention
     assert (t.status == 1).all()

@@ -1,0 +1,117 @@
+"""The simulator auditing itself: accounting that must hold after every event.
+
+Researchers publish numbers from this simulator, and a silent accounting error is worse
+than a crash. `check_state` verifies the cluster's books (run it after every event with
+`python -m sim run --check`); `check_outcome` verifies the results (every run does, at
+its end). A violation raises `InvariantError` naming the time, the event and the objects
+involved. The auditor reads the simulator's internals on purpose: it checks them.
+"""
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.request_table import STATUSES
+
+if TYPE_CHECKING:
+    from sim.simulator import Simulation
+
+_SLACK = 1e-9  # relative, for sums of floating-point rates and times
+
+
+class InvariantError(RuntimeError):
+    pass
+
+
+def _fail(sim: "Simulation", what: str) -> None:
+    raise InvariantError(f"t={sim.clock.now!r}: {what}; this is a bug in thaw")
+
+
+def check_state(sim: "Simulation", previous_now: float) -> None:
+    """The books after an event: time, GPUs, caches, links and the decision indexes."""
+    if sim.clock.now < previous_now:
+        _fail(sim, f"time went back from {previous_now!r}")
+    for server in sim.cluster.servers:
+        _check_gpus(sim, server)
+        _check_caches(sim, server)
+        _check_links(sim, server)
+    _check_indexes(sim)
+
+
+def _check_gpus(sim: "Simulation", server) -> None:
+    live = list(server.instances)
+    pledged = sum(sim._pledged.get(i, 0) for i in live)
+    booked = server.free_gpus + sum(i.model.gpus for i in live) - pledged
+    if booked != server.gpus or server.free_gpus < 0:
+        _fail(
+            sim,
+            f"server {server.id}: {server.free_gpus} free GPUs + instances "
+            f"{[(i.model.name, i.model.gpus, i.state) for i in live]} - {pledged} pledged "
+            f"!= its {server.gpus} GPUs",
+        )
+    occupied = sum(i.model.gpus for i in live if i not in sim._held)
+    if occupied > server.gpus:
+        _fail(sim, f"server {server.id}: instances occupy {occupied} of {server.gpus} GPUs")
+    idle = sum(i.model.gpus for i in server.idle)
+    if idle != server.idle_gpus or any(not i.is_idle for i in server.idle):
+        _fail(sim, f"server {server.id}: idle list {list(server.idle)} != {server.idle_gpus}")
+
+
+def _check_caches(sim: "Simulation", server) -> None:
+    for tier in ("dram", "ssd"):
+        cache = server.cache(tier)
+        held = sum(cache._entries.values())
+        if held != cache.used or cache.used > cache.capacity:
+            _fail(
+                sim,
+                f"server {server.id} {tier}: {cache.used} bytes used, entries hold {held}, "
+                f"capacity {cache.capacity}",
+            )
+        for model in sim.config.models:
+            if (model in cache) != (server.id in sim.cluster.holders(model, tier)):
+                _fail(sim, f"server {server.id} {tier}: the holders index is wrong for {model}")
+
+
+def _check_links(sim: "Simulation", server) -> None:
+    links = server.links
+    for t in links.active:
+        if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
+            _fail(sim, f"server {server.id}: a load runs at {t.rate} B/s, its cap {t.cap}")
+    for link, capacity in links.capacity.items():
+        total = sum(t.rate for t in links.active if link in t.links)
+        if total > capacity * (1 + _SLACK):
+            _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")
+
+
+def _check_indexes(sim: "Simulation") -> None:
+    cluster = sim.cluster
+    total = 0
+    for server in cluster.servers:
+        available = server.available_gpus
+        total += available
+        g = server.group_index
+        filed = server.id in cluster._by_available[g][available]
+        if not filed or server.id not in cluster._sorted_by_available[g][available]:
+            _fail(sim, f"server {server.id}: indexed under the wrong available-GPU count")
+    if total != cluster.total_available_gpus():
+        _fail(sim, f"{total} GPUs available, the cluster counts {cluster.total_available_gpus()}")
+
+
+def check_outcome(sim: "Simulation") -> None:
+    """The results at the end: every request ended once, its TTFT splits exactly into its
+    parts, and the cluster is empty again."""
+    t = sim.table
+    pending = np.flatnonzero(t.status == STATUSES.index("pending"))
+    if len(pending):
+        _fail(sim, f"{len(pending)} requests never ended (first: #{pending[0]})")
+    done = t.status == STATUSES.index("done")
+    parts = t.queue_s[done] + t.startup_s[done] + t.prefill_s[done]
+    off = ~np.isclose(parts, t.ttft_s[done], rtol=_SLACK, atol=_SLACK)
+    if off.any():
+        i = int(np.flatnonzero(done)[np.flatnonzero(off)[0]])
+        _fail(sim, f"request #{i}: queue + startup + prefill != TTFT {t.ttft_s[i]}")
+    if (t.queue_s[done] < -_SLACK).any() or (t.prefill_s[done] <= 0).any():
+        _fail(sim, "a request has a negative queue or a non-positive prefill")
+    for server in sim.cluster.servers:
+        if server.instances or server.links.active or server.links.planned:
+            _fail(sim, f"server {server.id} still runs instances or loads at the end")
