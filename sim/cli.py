@@ -60,6 +60,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="print nothing on success")
     run.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="replay only the trace's first N requests",
+    )
+    run.add_argument(
+        "--until",
+        type=float,
+        default=None,
+        help="stop at this simulated time (s); requests unfinished then end as `timeout`",
+    )
+    run.add_argument(
         "--check",
         action="store_true",
         help="audit the cluster's books after every event (slower; see sim/invariants.py)",
@@ -76,6 +88,11 @@ def _table(summary: dict) -> str:
     rows = [
         ("policy", summary["policy"]),
         ("requests", f"{summary['requests']} ({summary['completed']} completed)"),
+        *(
+            [("stopped at", f"{summary['stopped_at_s']:g} s ({summary['timed_out']} timed out)")]
+            if summary["stopped_at_s"] is not None
+            else []
+        ),
         ("TTFT p50", seconds("ttft_p50_s")),
         ("TTFT p90", seconds("ttft_p90_s")),
         ("TTFT p99", seconds("ttft_p99_s")),
@@ -99,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(err.args[0])) from None
     if args.seed < 0:
         raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if args.max_requests is not None and args.max_requests < 1:
+        raise InputError(f"--max-requests: expected a positive integer, got {args.max_requests}")
+    if args.until is not None and not args.until > 0:
+        raise InputError(f"--until: expected a positive number of seconds, got {args.until}")
     out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
     check_writable(out)
     config = load_config(args.cluster)
@@ -113,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         progress,
         trace_options(args),
         check=args.check,
+        max_requests=args.max_requests,
+        until=args.until,
     )
     summary = summarize(sim, args.policy, args.seed, Path(trace_path))
     write_run(out, sim.table.frame(), summary, config.to_toml())

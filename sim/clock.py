@@ -50,5 +50,6 @@ class Clock:
         self.env.timeout(delay).callbacks.append(timer)
         return timer
 
-    def run(self) -> None:
-        self.env.run()
+    def run(self, until: float | None = None) -> None:
+        """Run every event, or those before simulated time `until`."""
+        self.env.run(until)

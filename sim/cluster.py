@@ -7,7 +7,7 @@ class is also the policies' read-only `ClusterView`.
 """
 
 from bisect import bisect_left, insort
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from policies.base import RoundCost, Running
 from sim.clock import Clock
@@ -215,6 +215,14 @@ class Cluster:
         self.mark_busy(instance)
         instance.stop()
         self.retire(instance)
+
+    def charge_running(self, exclude: Container[Instance]) -> None:
+        """Count the GPU time of instances still running when a run is cut short (those
+        in `exclude` have no GPUs of their own yet)."""
+        for server in self.servers:
+            for i in server.instances:
+                if i not in exclude:
+                    self.gpu_seconds += i.model.gpus * (self._clock.now - i.allocated_at)
 
     def retire(self, instance: Instance, pledged: int = 0) -> None:
         """Take a stopped instance off the books, freeing its GPUs but those it pledged

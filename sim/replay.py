@@ -19,9 +19,12 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     trace_options: traces.Options | None = None,
     check: bool = False,
+    max_requests: int | None = None,
+    until: float | None = None,
 ) -> Simulation:
     """Load `trace_path` for `config`'s catalog (read and transformed as `trace_options`
-    say) and simulate it to the end (auditing every event if `check`)."""
+    say) and simulate it (auditing every event if `check`): to the end, or only its first
+    `max_requests` requests, or until simulated time `until`."""
     trace = traces.load(
         trace_path,
         list(config.models),
@@ -29,6 +32,10 @@ def replay(
         config.zipf_exponent,
         options=trace_options,
     )
+    if max_requests is not None:
+        trace = trace.iloc[:max_requests]
+    if until is not None:
+        trace = trace[trace["arrival_s"].to_numpy() < until]
     sim = Simulation(config, trace, policy, seeds.rng(seed, "policy"), progress, check)
-    sim.run()
+    sim.run(until)
     return sim

@@ -112,6 +112,10 @@ class RequestTable:
         self.e2e_s[i] = now - self.arrival[i]
         self.status[i] = STATUSES.index("done")
 
+    def time_out_pending(self) -> None:
+        """The run stopped at its time limit: what has not ended, ends as `timeout`."""
+        self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")
+
     def frame(self) -> pd.DataFrame:
         """The requests table of DESIGN.md ("Results")."""
         # Code -1 (never placed) indexes the last entry, "none".

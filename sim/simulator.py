@@ -66,15 +66,17 @@ class Simulation:
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
         self.wall_s = 0.0
+        self.stopped_at: float | None = None  # a time limit cut the run short
         if check:
             self._audit_every_event()
 
     # --- arrivals and routing ---
 
-    def run(self) -> None:
-        """Simulate to the end. Python's cyclic garbage collector is paused meanwhile: the
-        event loop makes no reference cycles (its garbage is freed by reference counting),
-        and each full collection would walk every live object, so its cost grew with the
+    def run(self, until: float | None = None) -> None:
+        """Simulate to the end, or to simulated time `until`: requests unfinished then end
+        as `timeout`. Python's cyclic garbage collector is paused meanwhile: the event
+        loop makes no reference cycles (its garbage is freed by reference counting), and
+        each full collection would walk every live object, so its cost grew with the
         cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
@@ -82,11 +84,15 @@ class Simulation:
         paused = gc.isenabled()
         gc.disable()
         try:
-            self.clock.run()
+            self.clock.run(until)
         finally:
             if paused:
                 gc.enable()
         self.wall_s = time.perf_counter() - started
+        if until is not None:
+            self.stopped_at = until
+            self.table.time_out_pending()
+            self.cluster.charge_running(exclude=self._held)
         check_outcome(self)
 
     def _audit_every_event(self) -> None:

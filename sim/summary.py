@@ -58,6 +58,8 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "seed": seed,
         "requests": int(t.n),
         "completed": int(done.sum()),
+        "timed_out": int((t.status == STATUSES.index("timeout")).sum()),
+        "stopped_at_s": sim.stopped_at,
         "ttft_p50_s": _percentile(ttft, 50),
         "ttft_p90_s": _percentile(ttft, 90),
         "ttft_p99_s": _percentile(ttft, 99),
