@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="print nothing on success")
     run.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="hardware profile (JSON, from python -m calibration.measure or by hand) whose "
+        "numbers replace the cluster's (see sim/profile.py)",
+    )
+    run.add_argument(
         "--max-requests",
         type=int,
         default=None,
@@ -122,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--until: expected a positive number of seconds, got {args.until}")
     out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
     check_writable(out)
-    config = load_config(args.cluster)
+    config = load_config(args.cluster, args.profile)
     trace_path = args.trace or traces.default_trace()
     show_progress = not args.quiet and sys.stderr.isatty()
     progress = ProgressBar(args.policy) if show_progress else None

@@ -17,6 +17,8 @@ from typing import Any
 
 from sim import toml_writer
 from sim.errors import InputError
+from sim.profile import apply as apply_profile
+from sim.profile import read_profile
 from sim.units import parse_bandwidth, parse_size
 
 
@@ -227,12 +229,12 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models"):
+        if key not in (*_TOP, *_SECTIONS, "servers", "models", "profile"):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
-                "workload, migration, servers, models)"
+                "workload, migration, servers, models, profile)"
             )
-    merged = {**default, **{k: v for k, v in user.items() if k in _TOP}}
+    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "profile")}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -280,6 +282,8 @@ def _build(table: dict) -> ClusterConfig:
         "servers": groups,
         "models": model_tables,
     }
+    if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
+        resolved["profile"] = _table(table["profile"], "profile")
     return ClusterConfig(
         servers=servers,
         models=models,
@@ -351,14 +355,26 @@ def default_table() -> dict:
     return tomllib.loads(text)
 
 
-def load_config(path: str | Path | None = None) -> ClusterConfig:
-    """The configuration in `path` laid over the defaults; the defaults alone when None."""
-    default = default_table()
-    if path is None:
-        return _build(default)
-    path = Path(path)
-    user = _read_toml(path)
+def load_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
+    """The configuration in `path` laid over the defaults (the defaults alone when None),
+    then the hardware numbers of the `profile` laid over that (`sim.profile`)."""
+    table = default_table()
+    if path is not None:
+        path = Path(path)
+        user = _read_toml(path)
+        try:
+            table = _merge(table, user)
+            config = _build(table)
+        except InputError as err:
+            raise InputError(f"{path}: {err}") from None
+    else:
+        config = _build(table)
+    if profile is None:
+        return config
+    derived, digest = read_profile(Path(profile))
+    applied = apply_profile(table, derived, config)
+    table["profile"] = {"path": str(profile), "sha256": digest, "applied": applied}
     try:
-        return _build(_merge(default, user))
+        return _build(table)
     except InputError as err:
-        raise InputError(f"{path}: {err}") from None
+        raise InputError(f"{profile}: applied to the cluster: {err}") from None

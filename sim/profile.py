@@ -1,0 +1,166 @@
+"""The hardware profile: measured numbers that replace the cluster's guesses.
+
+`python -m calibration.measure` writes it on a real machine; anyone can write one by hand
+for hardware they do not own. JSON, versioned (`SCHEMA_VERSION`):
+
+    {
+      "version": 1,
+      "machine": {"description": "what was measured, and how"},
+      "measurements": {NAME: {"n", "median", "min", "max", "unit", "page_cache_possible"}},
+      "derived": {
+        "ssd_read_bytes_per_s":     SSD -> host through the real loader, cold
+        "dram_to_gpu_bytes_per_s":  host -> one GPU, pinned copies (the `pcie` link)
+        "network_bytes_per_s":      optional: the remote store's link per server
+        "instance_startup_s":       a fresh process importing torch and creating its context
+        "reference_model_bytes":    weights per GPU of the model the rates were measured on
+        "decode_step_s":            one decode step of that model at batch 1
+        "decode_step_per_request_s": what each extra request in the batch adds to a step
+        "recompute_tokens_per_s":   prefill (= KV recompute) tokens/s of that model
+        "migration_fixed_s":        b of the migration round cost a * tokens + b
+        "migration_per_token_s":    a, as fitted (kept for the record: the simulator
+                                    derives a from the network and the recompute rate)
+      }
+    }
+
+Applying it (`apply`): every server group takes the bandwidths; every model takes
+inference speeds scaled from the reference model by its weights per GPU (decoding reads
+every weight once a step, so its step time grows with them; a prefill's work grows with
+the parameters, so its rate falls with them); the migration rounds take the fixed cost.
+`measurements` are the raw figures behind `derived`, kept for provenance.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sim.errors import InputError
+
+if TYPE_CHECKING:
+    from sim.config import ClusterConfig
+
+SCHEMA_VERSION = 1
+
+_DERIVED_REQUIRED = (
+    "ssd_read_bytes_per_s",
+    "dram_to_gpu_bytes_per_s",
+    "instance_startup_s",
+    "reference_model_bytes",
+    "decode_step_s",
+    "decode_step_per_request_s",
+    "recompute_tokens_per_s",
+    "migration_fixed_s",
+    "migration_per_token_s",
+)
+_DERIVED_OPTIONAL = ("network_bytes_per_s",)
+_MAY_BE_ZERO = ("decode_step_per_request_s", "migration_fixed_s", "instance_startup_s")
+_MEASUREMENT = ("n", "median", "min", "max", "unit", "page_cache_possible")
+
+
+def _number(value: Any, key: str, *, zero_ok: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{key}: expected a number, got {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InputError(f"{key}: expected a finite number, got {value!r}")
+    if value < 0 or (value == 0 and not zero_ok):
+        raise InputError(f"{key}: expected a {'non-negative' if zero_ok else 'positive'} number")
+    return float(value)
+
+
+def _table(value: Any, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{key}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _check_measurement(name: str, raw: Any) -> None:
+    fields = _table(raw, f"measurements.{name}")
+    for key in _MEASUREMENT:
+        if key not in fields:
+            raise InputError(f"measurements.{name}.{key}: missing")
+    if not isinstance(fields["unit"], str):
+        raise InputError(f"measurements.{name}.unit: expected a string")
+    if not isinstance(fields["page_cache_possible"], bool):
+        raise InputError(f"measurements.{name}.page_cache_possible: expected true or false")
+    low, mid, high = (
+        _number(fields[k], f"measurements.{name}.{k}", zero_ok=True)
+        for k in ("min", "median", "max")
+    )
+    if not low <= mid <= high:
+        raise InputError(f"measurements.{name}: expected min <= median <= max")
+
+
+def parse(document: Any) -> dict[str, float]:
+    """The derived parameters of a profile document, after checking every field."""
+    doc = _table(document, "profile")
+    if doc.get("version") != SCHEMA_VERSION:
+        raise InputError(
+            f"version: expected {SCHEMA_VERSION}, got {doc.get('version')!r} "
+            "(a profile from another version of thaw)"
+        )
+    for key in doc:
+        if key not in ("version", "machine", "measurements", "derived"):
+            raise InputError(
+                f"{key}: unknown key (expected version, machine, measurements, derived)"
+            )
+    machine = _table(doc.get("machine"), "machine")
+    if not isinstance(machine.get("description"), str):
+        raise InputError("machine.description: expected a string saying what was measured")
+    for name, raw in _table(doc.get("measurements", {}), "measurements").items():
+        _check_measurement(name, raw)
+    raw = _table(doc.get("derived"), "derived")
+    for key in raw:
+        if key not in _DERIVED_REQUIRED + _DERIVED_OPTIONAL:
+            raise InputError(f"derived.{key}: unknown key")
+    derived = {}
+    for key in _DERIVED_REQUIRED + _DERIVED_OPTIONAL:
+        if key in raw:
+            derived[key] = _number(raw[key], f"derived.{key}", zero_ok=key in _MAY_BE_ZERO)
+        elif key in _DERIVED_REQUIRED:
+            raise InputError(f"derived.{key}: missing")
+    return derived
+
+
+def read_profile(path: Path) -> tuple[dict[str, float], str]:
+    """The derived parameters in `path` and the file's SHA-256; errors name the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err}") from None
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: invalid JSON: {err}") from None
+    try:
+        return parse(document), hashlib.sha256(data).hexdigest()
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+def apply(table: dict, derived: dict[str, float], config: "ClusterConfig") -> list[str]:
+    """Lay the profile over `table`, the merged table `config` was built from (so its
+    models' sizes are already checked); returns the keys it set."""
+    applied = ["instance_startup_s"]
+    table["instance_startup_s"] = derived["instance_startup_s"]
+    links = {"ssd_read": "ssd_read_bytes_per_s", "pcie": "dram_to_gpu_bytes_per_s"}
+    if "network_bytes_per_s" in derived:
+        links["network"] = "network_bytes_per_s"
+    for i, group in enumerate(table["servers"]):
+        for key, source in links.items():
+            group[key] = derived[source]
+            applied.append(f"servers[{i}].{key}")
+    for name, spec in config.models.items():
+        scale = spec.weights / spec.gpus / derived["reference_model_bytes"]
+        model = table["models"][name]
+        model["decode_step_s"] = derived["decode_step_s"] * scale
+        model["decode_step_per_request_s"] = derived["decode_step_per_request_s"] * scale
+        model["prefill_tokens_per_s"] = derived["recompute_tokens_per_s"] / scale
+        applied += [
+            f"models.{name}.{key}"
+            for key in ("decode_step_s", "decode_step_per_request_s", "prefill_tokens_per_s")
+        ]
+    table["migration"]["round_overhead_s"] = derived["migration_fixed_s"]
+    applied.append("migration.round_overhead_s")
+    return applied

@@ -1,0 +1,104 @@
+"""Hardware profiles: checked field by field, and laid over the cluster's numbers."""
+
+import json
+
+import pytest
+from conftest import GiB, simulate, tiny_config
+
+from sim.config import load_config
+from sim.errors import InputError
+
+DERIVED = {
+    "ssd_read_bytes_per_s": 2 * GiB,
+    "dram_to_gpu_bytes_per_s": 16 * GiB,
+    "instance_startup_s": 2.0,
+    "reference_model_bytes": 4 * GiB,
+    "decode_step_s": 0.125,
+    "decode_step_per_request_s": 0.0,
+    "recompute_tokens_per_s": 1024.0,
+    "migration_fixed_s": 0.01,
+    "migration_per_token_s": 0.001,
+}
+
+
+def write(tmp_path, derived=None, **top):
+    document = {"version": 1, "machine": {"description": "test"}, "derived": derived or DERIVED}
+    document.update(top)
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def ssd_load_s(tmp_path, ssd_read: float) -> float:
+    """A one-request run's checkpoint load from SSD, under a profile with that bandwidth."""
+    profile = write(tmp_path, {**DERIVED, "ssd_read_bytes_per_s": ssd_read})
+    config = load_config(
+        tiny_config(tmp_path, ssd_a="[0]").resolved and tmp_path / "tiny.toml", profile
+    )
+    sim = simulate(config, [(0.0, "a", 512, 1)])
+    return sim.table.startup_s[0] - config.instance_startup_s
+
+
+def test_doubling_the_ssd_bandwidth_halves_a_cold_load_from_ssd(tmp_path):
+    assert ssd_load_s(tmp_path, 2 * GiB) == 2.0  # 4 GiB at 2 GiB/s
+    assert ssd_load_s(tmp_path, 4 * GiB) == 1.0
+
+
+def test_speeds_scale_from_the_reference_model_by_weights_per_gpu(tmp_path):
+    extra = '\n[models.big]\nweights = "16GiB"\ngpus = 2\nprefill_tokens_per_s = 1.0\n'
+    extra += "decode_step_s = 1.0\n"
+    tiny_config(tmp_path, extra=extra)
+    config = load_config(tmp_path / "tiny.toml", write(tmp_path))
+    big = config.models["big"]  # 8 GiB per GPU: twice the reference's 4 GiB
+    assert big.decode_step_s == 0.25 and big.prefill_tokens_per_s == 512.0
+    assert config.servers[0].pcie == 16 * GiB
+    assert config.migration.round_overhead_s == 0.01
+    assert "models.big.decode_step_s" in config.resolved["profile"]["applied"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"version": 2}, "version: expected 1"),
+        ({"derived": {**DERIVED, "ssd_read_bytes_per_s": -1}}, "derived.ssd_read_bytes_per_s"),
+        ({"derived": {k: v for k, v in DERIVED.items() if k != "decode_step_s"}}, "missing"),
+        ({"derived": {**DERIVED, "warp_factor": 9}}, "derived.warp_factor: unknown key"),
+        ({"machine": {}}, "machine.description"),
+        (
+            {
+                "measurements": {
+                    "ssd": {
+                        "n": 3,
+                        "median": 5,
+                        "min": 6,
+                        "max": 7,
+                        "unit": "B/s",
+                        "page_cache_possible": False,
+                    }
+                }
+            },
+            "min <= median <= max",
+        ),
+    ],
+)
+def test_bad_profiles_name_the_file_and_key(tmp_path, change, message):
+    path = write(
+        tmp_path,
+        **{k: v for k, v in change.items() if k != "derived"},
+        derived=change.get("derived"),
+    )
+    with pytest.raises(InputError, match=message) as err:
+        load_config(None, path)
+    assert str(path) in str(err.value)
+
+
+def test_a_profile_that_is_not_json_is_refused(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text("{not json")
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_config(None, path)
+
+
+def test_the_shipped_gpu_server_profile_loads(repo_root):
+    config = load_config(None, repo_root / "calibration" / "profiles" / "a100-pcie-server.json")
+    assert config.servers[0].ssd_read == 7.0e9
