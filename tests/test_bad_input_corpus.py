@@ -1,0 +1,76 @@
+"""The bad-input corpus (tests/data/bad/): every file is refused through the CLI with one
+line on stderr naming the file and the line or key, exit status 2, and nothing written.
+
+Files are named by what they are given as: `trace-*` to --trace, `config-*` to
+--cluster, `profile-*` to --profile.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+
+BAD = Path(__file__).parent / "data" / "bad"
+
+# The part of each message that says where the problem is (a line, a key, or what).
+WHERE = {
+    "trace-2024-bad-timestamp.csv": "line 4: TIMESTAMP",
+    "trace-2025-negative-images.csv": "line 3: NumImages",
+    "trace-bad-timestamp.csv": "line 3: TIMESTAMP",
+    "trace-binary-garbage.csv": "not a text CSV file",
+    "trace-empty-field.csv": "line 3: input_tokens",
+    "trace-empty.csv": "the file is empty",
+    "trace-functions-2019-negative-count.csv": "line 3: minute 2",
+    "trace-functions-2021-negative-duration.csv": "line 3: duration",
+    "trace-header-only.csv": "no rows after the header",
+    "trace-missing-column.csv": "line 1: missing column(s) output_tokens",
+    "trace-nan-arrival.csv": "line 3: arrival_s",
+    "trace-negative-tokens.csv": "line 2: ContextTokens",
+    "trace-non-numeric-tokens.csv": "line 3: ContextTokens",
+    "trace-not-parquet.parquet": "not a readable Parquet file",
+    "trace-processed-negative-arrival.csv": "line 3: arrived_at",
+    "trace-ragged-row.csv": "line 3: expected 4 fields",
+    "trace-semicolon-delimiter.csv": "line 1: wrong delimiter",
+    "trace-unknown-header.csv": "line 1: unrecognised header",
+    "trace-unknown-model.csv": "line 3: model 'gpt-17' is not in the catalog",
+    "trace-zero-tokens.csv": "line 3: output_tokens",
+    "config-bad-migration.toml": "migration.max_rounds",
+    "config-empty-catalog.toml": "models: the catalog is empty",
+    "config-invalid-toml.toml": "invalid TOML",
+    "config-missing-model-key.toml": "models.m.prefill_tokens_per_s: missing",
+    "config-model-too-big.toml": "models.giant: needs 4 GPUs",
+    "config-negative-size.toml": "servers[0].dram",
+    "config-no-servers.toml": "servers: expected at least one",
+    "config-ssd-overfull.toml": "models.c: the checkpoints placed on server 0",
+    "config-unknown-key.toml": "keep_alive: unknown key",
+    "config-wrong-type.toml": "servers[0].gpus",
+    "config-zero-bandwidth.toml": "servers[0].network",
+    "config-zero-servers.toml": "servers[0].count",
+    "profile-bad-measurement.json": "measurements.ssd_read",
+    "profile-invalid-json.json": "invalid JSON",
+    "profile-missing-field.json": "derived.decode_step_s: missing",
+    "profile-negative-bandwidth.json": "derived.ssd_read_bytes_per_s",
+    "profile-not-an-object.json": "expected an object",
+    "profile-string-number.json": "derived.instance_startup_s",
+    "profile-wrong-version.json": "version: expected 1",
+    "profile-zero-recompute.json": "derived.recompute_tokens_per_s",
+}
+FLAG = {"trace": "--trace", "config": "--cluster", "profile": "--profile"}
+
+
+def test_the_corpus_is_complete():
+    assert sorted(p.name for p in BAD.iterdir()) == sorted(WHERE)
+    assert len(WHERE) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(WHERE))
+def test_bad_input_is_refused_in_one_line(tmp_path, capsys, name):
+    out = tmp_path / "run"
+    flag = FLAG[name.split("-")[0]]
+    status = main(["run", flag, str(BAD / name), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("python -m sim run: error: ")
+    assert str(BAD / name) in err and WHERE[name] in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
