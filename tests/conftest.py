@@ -1,13 +1,21 @@
 """Shared helpers: small clusters written as TOML, and traces written as rows."""
 
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import settings
 
 from sim import seeds
 from sim.config import ClusterConfig, load_config
 from sim.simulator import Simulation
+
+# Property tests draw as many examples as the profile says: "ci" (the default) keeps the
+# suite fast; THAW_HYPOTHESIS=thorough searches twenty times longer.
+settings.register_profile("ci", max_examples=25, deadline=None)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("THAW_HYPOTHESIS", "ci"))
 
 # One server, two GPUs, bandwidths and sizes that are exact in binary floating point, so
 # hand-computed times compare with ==.

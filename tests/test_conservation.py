@@ -29,9 +29,7 @@ placements = st.sampled_from(["[]", "[0]", "[0, 1]", "[1]"])
 
 
 @pytest.mark.parametrize("policy", policy_names())
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     trace=rows,
     cluster=st.fixed_dictionaries(

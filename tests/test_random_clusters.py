@@ -1,0 +1,96 @@
+"""Property tests on random heterogeneous clusters: whatever the hardware, the catalog,
+the trace, the keep-alive and the policy, the books hold after every event (`--check`)
+and a fixed seed gives identical results."""
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policies import policy_names
+from sim import seeds
+from sim.config import load_config
+from sim.simulator import Simulation
+
+BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
+
+
+@st.composite
+def groups(draw):
+    """One to three server groups, eight servers at most in all."""
+    drawn, room = [], 8
+    for _ in range(draw(st.integers(1, 3))):
+        if room == 0:
+            break
+        count = draw(st.integers(1, min(3, room)))
+        room -= count
+        drawn.append(
+            {
+                "count": count,
+                "gpus": draw(st.integers(1, 4)),
+                "gpu_memory_gib": draw(st.sampled_from([8, 16, 48])),
+                "dram_gib": draw(st.sampled_from([4, 16, 64])),
+                "ssd_read": draw(st.sampled_from(BANDWIDTHS)),
+                "network": draw(st.sampled_from(BANDWIDTHS)),
+                "pcie": draw(st.sampled_from(BANDWIDTHS)),
+            }
+        )
+    return drawn
+
+
+@st.composite
+def clusters(draw):
+    """A cluster TOML: random groups, and a catalog every model of which some group holds."""
+    server_groups = draw(groups())
+    servers = sum(g["count"] for g in server_groups)
+    text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
+    for i, g in enumerate(server_groups):
+        text += (
+            f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
+            f'gpu_memory = "{g["gpu_memory_gib"]}GiB"\ndram = "{g["dram_gib"]}GiB"\n'
+            f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
+            f'pcie = "{g["pcie"]}"\n'
+        )
+    for m in range(draw(st.integers(1, 4))):
+        host = draw(st.sampled_from(server_groups))
+        gpus = draw(st.integers(1, host["gpus"]))
+        weights = draw(st.integers(1, min(40, gpus * host["gpu_memory_gib"])))
+        ssd = draw(st.lists(st.integers(0, servers - 1), max_size=2, unique=True))
+        text += (
+            f'[models.m{m}]\nweights = "{weights}GiB"\ngpus = {gpus}\n'
+            f"prefill_tokens_per_s = {draw(st.sampled_from([512.0, 4096.0]))}\n"
+            f"decode_step_s = {draw(st.sampled_from([0.02, 0.125]))}\n"
+            f"decode_step_per_request_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
+            f"max_batch = {draw(st.integers(1, 8))}\nssd_servers = {sorted(ssd)}\n"
+        )
+    return text
+
+
+@pytest.mark.parametrize("policy", policy_names())
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=clusters(), data=st.data())
+def test_the_books_hold_on_any_cluster(tmp_path, policy, cluster, data):
+    path = tmp_path / "cluster.toml"
+    path.write_text(cluster)
+    config = load_config(path)
+    rows = data.draw(
+        st.lists(
+            st.tuples(
+                st.floats(0.0, 60.0, allow_nan=False),
+                st.sampled_from(list(config.models)),
+                st.integers(1, 4096),
+                st.integers(1, 400),
+            ),
+            min_size=1,
+            max_size=30,
+        )
+    )
+    trace = pd.DataFrame(
+        sorted(rows), columns=["arrival_s", "model", "input_tokens", "output_tokens"]
+    )
+    runs = []
+    for _ in range(2):
+        sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
+        sim.run()
+        runs.append(sim.table.frame())
+    pd.testing.assert_frame_equal(*runs)
