@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; a notebook's inline backend takes over when it runs
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -18,12 +19,11 @@ from analysis.load import LADDER, policy_order
 from sim.results import LOAD_TIERS
 
 TIER_COLOURS = {"dram": "#9ecae1", "ssd": "#4292c6", "remote": "#08306b"}
+TIER_NAMES = {"dram": "DRAM", "ssd": "SSD", "remote": "remote store"}
 PART_COLOURS = {"queue": "#bdbdbd", **TIER_COLOURS, "prefill": "#fdae6b"}
 PART_LABELS = {
     "queue": "queue",
-    "dram": "start-up + load from DRAM",
-    "ssd": "start-up + load from SSD",
-    "remote": "start-up + load from remote",
+    **{tier: f"start-up + load from {name}" for tier, name in TIER_NAMES.items()},
     "prefill": "prefill (incl. pauses before the first token)",
 }
 
@@ -50,32 +50,34 @@ def _log_if_wide(ax, values: np.ndarray, axis: str = "y") -> None:
 
 def ttft_cdf(requests: pd.DataFrame, title: str) -> Figure:
     """Per rate scale, each policy's TTFT distribution, all seeds pooled (completed
-    requests); log time axis, dotted guides at p50 and p99."""
+    requests). Log time axis; a logit share axis, so that the median and the tail up to
+    p99.9 are equally legible."""
     scales = sorted(requests["rate_scale"].unique())
-    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 4.2), sharey=True,
+    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 4.6), sharey=True,
                              squeeze=False, layout="constrained")  # fmt: skip
     done = requests[requests["status"] == "done"]
     for ax, scale in zip(axes[0], scales, strict=True):
         at = done[done["rate_scale"] == scale]
         for policy in policy_order(at["policy"].unique()):
             ttft = np.sort(at.loc[at["policy"] == policy, "ttft_s"].to_numpy())
-            share = np.arange(1, len(ttft) + 1) / len(ttft)
+            share = np.arange(1, len(ttft) + 1) / (len(ttft) + 1)  # stays below 1 for logit
             p99 = np.percentile(ttft, 99)
             ax.step(ttft, share, where="post", color=policy_colour(policy),
-                    label=f"{policy} (p99 {p99:.1f} s)")  # fmt: skip
-        for q in (0.5, 0.99):
-            ax.axhline(q, color="grey", linestyle=":", linewidth=0.8)
-            ax.annotate(f"p{q * 100:g}", (1.0, q), xycoords=("axes fraction", "data"),
-                        xytext=(-2, 2), textcoords="offset points", ha="right",
-                        va="bottom", color="grey", fontsize=8)  # fmt: skip
+                    label=f"{policy} (pooled p99 {p99:.1f} s)")  # fmt: skip
         ax.set_xscale("log")
-        ax.set_ylim(0, 1.01)
+        ax.set_xlim(np.percentile(at["ttft_s"], 0.5) / 1.5, at["ttft_s"].max() * 1.5)
+        ax.set_yscale("logit")
+        ax.set_ylim(0.01, 0.999)
+        ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999],
+                      ["1%", "10%", "50%", "90%", "99%", "99.9%"])  # fmt: skip
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("time to first token (s, log scale)")
         ax.set_title(_scale_label(scale))
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-    axes[0][0].set_ylabel("fraction of requests with TTFT <= x")
-    fig.suptitle(f"TTFT distribution: {title}")
+        ax.legend(loc="upper left", fontsize=8)
+    axes[0][0].set_ylabel("requests with TTFT <= x (logit scale)")
+    seeds = done["seed"].nunique()
+    fig.suptitle(f"TTFT distribution: {title} ({seeds} seed{'s' * (seeds > 1)} pooled)")
     return fig
 
 
@@ -88,11 +90,13 @@ def p99_vs_load(ci: pd.DataFrame, title: str) -> Figure:
         colour = policy_colour(policy)
         ax.plot(rows["rate_scale"], rows["mean"], marker="o", color=colour, label=policy)
         ax.fill_between(rows["rate_scale"], rows["low"], rows["high"], color=colour,
-                        alpha=0.18, linewidth=0)  # fmt: skip
+                        alpha=0.15, linewidth=0)  # fmt: skip
     _log_if_wide(ax, ci[["mean", "low", "high"]].to_numpy().ravel())
     scales = sorted(ci["rate_scale"].unique())
+    ax.set_xscale("log")  # rate scales are multiples: x0.5, x1, x2 equally spaced
     ax.set_xticks(scales, [f"x{s:g}" for s in scales])
-    ax.set_xlabel("arrival rate (multiple of the trace's rate)")
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("arrival rate (multiple of the trace's rate, log scale)")
     ax.set_ylabel("p99 TTFT (s)" + (", log scale" if ax.get_yscale() == "log" else ""))
     seeds = ci["seeds"]
     seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
@@ -141,7 +145,8 @@ def breakdown(requests: pd.DataFrame, title: str) -> Figure:
             ax.set_title(f"{_scale_label(scale)}: TTFT parts, {label}", fontsize=10)
             ax.margins(y=0.12)
         _pauses(row[2], done[at], order, scale)
-    axes[0][0].legend(loc="upper left", fontsize=8)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=5,
+               fontsize=9)  # fmt: skip
     fig.suptitle(f"Where time to first token goes: {title}")
     return fig
 
@@ -156,11 +161,12 @@ def _pauses(ax, done: pd.DataFrame, order: list[str], scale: float) -> None:
     ax.bar(x + 0.2, p99, 0.4, color="#238b45", label="p99")
     counts = migrated.groupby("policy", observed=True).size().reindex(order).fillna(0)
     for i, n in enumerate(counts):
-        ax.annotate(f"{n:.0f} req.", (i, max(mean.iloc[i], p99.iloc[i])), xytext=(0, 2),
+        ax.annotate(f"n={n:.0f}", (i, max(mean.iloc[i], p99.iloc[i])), xytext=(0, 2),
                     textcoords="offset points", ha="center", fontsize=8)  # fmt: skip
-    ax.set_xticks(x, order)
+    ax.set_xticks(x, order, rotation=20, ha="right")
     ax.set_ylabel("pause per migrated request (s)")
-    ax.set_title(f"{_scale_label(scale)}: migration pauses", fontsize=10)
+    ax.set_title(f"{_scale_label(scale)}: migration pauses\n(n: migrated requests, all seeds)",
+                 fontsize=10)  # fmt: skip
     ax.legend(fontsize=8)
     ax.margins(y=0.12)
 
@@ -179,7 +185,7 @@ def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
         bottom = np.zeros(len(order))
         for tier, column in zip(LOAD_TIERS, columns, strict=True):
             ax.bar(order, means[column], bottom=bottom, color=TIER_COLOURS[tier],
-                   label=f"from {tier}")  # fmt: skip
+                   label=f"from {TIER_NAMES[tier]}")  # fmt: skip
             bottom += means[column].to_numpy()
         ax.set_title(_scale_label(scale))
         ax.set_xlabel("policy")
@@ -230,11 +236,13 @@ def timeline(requests: pd.DataFrame, title: str, gpu_utilisation: float | None) 
     starting = [_occupancy(instances.loc[instances["tier"] == tier, "placed"].to_numpy(),
                            instances.loc[instances["tier"] == tier, "ready"].to_numpy(), grid)
                 for tier in LOAD_TIERS]  # fmt: skip
-    bottom.stackplot(minutes, starting, labels=[f"loading from {t}" for t in LOAD_TIERS],
+    bottom.stackplot(minutes, starting, labels=[f"loading from {TIER_NAMES[t]}" for t in LOAD_TIERS],
                      colors=[TIER_COLOURS[t] for t in LOAD_TIERS])  # fmt: skip
-    bottom.set_ylabel("instances starting")
+    bottom.set_ylabel("instances starting\n(start-up + load)")
     bottom.set_xlabel("simulated time (minutes)")
     bottom.legend(loc="upper right", fontsize=8)
-    note = "" if gpu_utilisation is None else f"; mean GPU utilisation {gpu_utilisation:.0%}"
-    fig.suptitle(f"One run over time: {title}{note}")
+    note = "" if gpu_utilisation is None else (
+        f"; GPUs held by instances {gpu_utilisation:.0%} of the run, keep-alive included"
+    )
+    fig.suptitle(f"One run over time: {title}\n(instances counted from their requests{note})")
     return fig

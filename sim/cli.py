@@ -11,6 +11,7 @@ from policies import get_policy, policy_names
 from sim.config import load_config
 from sim.errors import InputError
 from sim.progress import ProgressBar
+from sim.results import SWEEP_TABLE
 from sim.replay import replay
 from sim.run_dir import check_writable, write_run
 from sim.summary import summarize
@@ -170,7 +171,7 @@ def sweep(args: argparse.Namespace) -> int:
               .to_string(float_format=lambda x: f"{x:.2f}"))  # fmt: skip
         print(f"TTFT p99 (s) over seeds above; {outcome.ran} runs done, {outcome.skipped} "
               f"already finished, in {outcome.wall_s:.1f} s")  # fmt: skip
-        print(f"sweep table: {grid.out / 'sweep.parquet'}; grid: {grid.out / SWEEP_FILE}")
+        print(f"sweep table: {grid.out / SWEEP_TABLE}; grid: {grid.out / SWEEP_FILE}")
     return 0
 
 

@@ -93,7 +93,7 @@ class Sweep:
             "traces": [str(t) for t in self.traces],
             "clusters": [DEFAULT if c is None else str(c) for c in self.clusters],
             "backend": self.backend,
-            "out": str(self.out),
+            "out": str(self.out.resolve()),
         }
         if self.jobs is not None:
             table["jobs"] = self.jobs
@@ -223,11 +223,11 @@ def load_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
     values = {}
     for key, (default, parse) in _KEYS.items():
         if overrides.get(key) is not None:
-            value, base, where = overrides[key], Path.cwd(), "--" + key.replace("_", "-")
+            value, base, where = overrides[key], Path(), "--" + key.replace("_", "-")
         elif key in table:
             value, base, where = table[key], path.parent, f"{path}: {key}"
         else:
-            value, base, where = default, Path.cwd(), key
+            value, base, where = default, Path(), key
         try:
             values[key] = parse(value, base)
         except ValueError as err:

@@ -1,0 +1,161 @@
+"""`python -m analysis report`: figures (PNG and SVG) and a Markdown report with tables,
+for one run, a set of runs, or a sweep.
+
+The output directory is built under a temporary name and renamed into place, so a failed
+report leaves nothing half-written; an existing directory is replaced only if it holds a
+report (a report.md), never anything else.
+"""
+
+import os
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import plots
+from analysis.load import SETTING, AnalysisInputError, Runs
+from analysis.stats import cost, over_seeds, slo_attainment
+from sim.results import CONFIG, LOAD_TIERS
+
+REPORT = "report.md"
+REQUEST_COLUMNS = ["model", "server", "arrival_s", "tier", "queue_s", "startup_s",
+                   "migration_pause_s", "prefill_s", "ttft_s", "e2e_s", "status", "migrations"]  # fmt: skip
+
+
+def _gpus(run_dir: Path) -> int:
+    """The run's GPU count, from its resolved configuration."""
+    config = tomllib.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+    return sum(group["count"] * group["gpus"] for group in config["servers"])
+
+
+def gpu_utilisation(row: pd.Series) -> float:
+    """GPU time held by instances over the GPU time the cluster had, for the whole run."""
+    return row["gpu_seconds"] / (_gpus(Path(row["path"])) * row["simulated_s"])
+
+
+def _with_ci(ci: pd.DataFrame, fmt: str) -> pd.Series:
+    def cell(row: pd.Series) -> str:
+        if pd.isna(row["low"]):
+            return fmt.format(row["mean"])
+        return f"{fmt.format(row['mean'])} [{fmt.format(row['low'])}, {fmt.format(row['high'])}]"
+
+    return ci.apply(cell, axis=1)
+
+
+def settings_table(table: pd.DataFrame, slo: pd.DataFrame, slo_s: float) -> pd.DataFrame:
+    """One row per setting: TTFT percentiles and SLO attainment with intervals over seeds,
+    cost, and where the loads came from (means over seeds)."""
+    table = table.merge(slo, on=[*SETTING, "seed"]).assign(gpu_s_per_request=cost(table))
+    by = ["rate_scale", "policy"]
+    p99 = over_seeds(table, "ttft_p99_s", by)
+    out = p99[[*by, "seeds"]].rename(columns={"rate_scale": "rate scale"})
+    out["rate scale"] = out["rate scale"].map(lambda x: f"x{x:g}")
+    out["TTFT p50 (s)"] = _with_ci(over_seeds(table, "ttft_p50_s", by), "{:.2f}")
+    out["TTFT p99 (s)"] = _with_ci(p99, "{:.1f}")
+    out[f"TTFT <= {slo_s:g} s"] = _with_ci(
+        over_seeds(table.assign(pct=table["slo_attainment"] * 100), "pct", by), "{:.1f}%"
+    )
+    means = table.groupby(by, sort=False)
+    out["GPU-s / request"] = means["gpu_s_per_request"].mean().map("{:.1f}".format).to_numpy()
+    out["loads dram/ssd/remote"] = [
+        "/".join(f"{means[f'loads_by_tier.{t}'].mean().iloc[i]:.0f}" for t in LOAD_TIERS)
+        for i in range(len(out))
+    ]
+    out["migrations"] = means["migrations"].mean().map("{:.0f}".format).to_numpy()
+    out["migration pause p99 (s)"] = (
+        means["migration_pause_p99_s"].mean().map(lambda x: "-" if pd.isna(x) else f"{x:.3f}")
+    ).to_numpy()
+    out["preemptions"] = means["preemptions"].mean().map("{:.0f}".format).to_numpy()
+    return out
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
+    return "\n".join(lines)
+
+
+def _figures(
+    requests: pd.DataFrame, table: pd.DataFrame, title: str
+) -> list[tuple[str, str, Callable[[], Figure]]]:
+    """(file stem, caption, figure maker) for one trace and cluster."""
+    figures = [
+        ("ttft_cdf", "TTFT distribution per policy (all seeds pooled).",
+         lambda: plots.ttft_cdf(requests, title)),
+        ("breakdown", "Where TTFT goes: mean parts over all requests and over each run's "
+         "slowest 1%, and migration pauses.", lambda: plots.breakdown(requests, title)),
+        ("loads_by_tier", "Cold starts by the tier they loaded from.",
+         lambda: plots.loads_by_tier(table, title)),
+    ]  # fmt: skip
+    if table["rate_scale"].nunique() > 1:
+        ci = over_seeds(table, "ttft_p99_s", ["rate_scale", "policy"])
+        figures.insert(1, ("p99_vs_load", "p99 TTFT against load, mean over seeds with its "
+                           "bootstrap 95% interval.", lambda: plots.p99_vs_load(ci, title)))  # fmt: skip
+    top = table[table["rate_scale"] == table["rate_scale"].max()]
+    best = top.groupby("policy")["ttft_p99_s"].mean().idxmin()
+    one = top[top["policy"] == best].sort_values("seed").iloc[0]
+    run_title = f"{best}, seed {one['seed']}, arrival rate x{one['rate_scale']:g}"
+    at = (requests["policy"] == best) & (requests["seed"] == one["seed"])
+    at &= requests["rate_scale"] == one["rate_scale"]
+    figures.append(("timeline", f"One run over time ({run_title}: the lowest mean p99 at the "
+                    "highest load, its first seed).", lambda: plots.timeline(
+                        requests[at], f"{title}, {run_title}", gpu_utilisation(one))))  # fmt: skip
+    return figures
+
+
+def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
+    table = runs.table
+    requests = runs.requests(REQUEST_COLUMNS)
+    slo = slo_attainment(requests, slo_s)
+    scenarios = table.groupby(["trace", "cluster"], sort=False)
+    lines = [
+        f"# thaw report: {source}",
+        "",
+        f"{len(table)} runs: policies {', '.join(runs.policies())}; rate scales "
+        f"{', '.join(f'x{x:g}' for x in sorted(table['rate_scale'].unique()))}; seeds "
+        f"{', '.join(str(s) for s in sorted(table['seed'].unique()))}.",
+        "",
+        "Cells are means over seeds with a bootstrap 95% interval over seeds in brackets "
+        "(none with one seed; with few seeds intervals are narrow and under-cover). "
+        f"TTFT <= {slo_s:g} s is the share of requests meeting that SLO (unfinished requests "
+        "miss it). GPU-s / request: GPU time held (start-up and keep-alive included) per "
+        "completed request. Loads and migrations: per run, mean over seeds.",
+    ]
+    for (trace, cluster), scenario in scenarios:
+        title = f"trace {trace} on cluster {cluster}"
+        suffix = "" if scenarios.ngroups == 1 else f"-{trace}-{cluster}"
+        at = (requests["trace"] == trace) & (requests["cluster"] == cluster)
+        lines += ["", f"## {title[0].upper()}{title[1:]}", "",
+                  _markdown(settings_table(scenario, slo, slo_s)), ""]  # fmt: skip
+        for stem, caption, make in _figures(requests[at], scenario, title):
+            figure = make()
+            for ext in ("png", "svg"):
+                figure.savefig(out / f"{stem}{suffix}.{ext}", dpi=110)
+            plt.close(figure)
+            lines += [f"![{caption}]({stem}{suffix}.png)", "", f"*{caption}*", ""]
+    (out / REPORT).write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def check_report_dir(out: Path) -> None:
+    if out.exists() and not (out.is_dir() and (out / REPORT).is_file()):
+        raise AnalysisInputError(f"{out}: exists and is not a report directory; choose another -o")
+
+
+def write_report(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
+    """Build the report in a staging directory beside `out`, then move it into place."""
+    check_report_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        _build(runs, staging, slo_s, source)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
