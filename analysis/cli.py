@@ -4,6 +4,10 @@ import argparse
 import sys
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
+
 from analysis.load import AnalysisInputError, load_runs
 from analysis.report import check_report_dir, write_report
 
@@ -24,12 +28,26 @@ def _parser() -> argparse.ArgumentParser:
         description="Write figures (PNG and SVG) and report.md with tables of TTFT "
         "percentiles and SLO attainment (bootstrap 95%% intervals over seeds), cost and loads.",
     )
-    report.add_argument("source", type=Path, metavar="DIR",
-                        help="a run directory, a sweep directory, or a directory of runs")  # fmt: skip
-    report.add_argument("-o", "--out", type=Path, required=True,
-                        help="report directory to write (an earlier report there is replaced)")  # fmt: skip
-    report.add_argument("--slo", type=float, default=10.0, metavar="SECONDS",
-                        help="TTFT threshold for SLO attainment (default: 10)")  # fmt: skip
+    report.add_argument(
+        "source",
+        type=Path,
+        metavar="DIR",
+        help="a run directory, a sweep directory, or a directory of runs",
+    )
+    report.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        required=True,
+        help="report directory to write (an earlier report there is replaced)",
+    )
+    report.add_argument(
+        "--slo",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="TTFT threshold for SLO attainment (default: 10)",
+    )
     return parser
 
 

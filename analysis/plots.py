@@ -6,9 +6,6 @@ matplotlib Figure; `analysis.report` saves them.
 """
 
 import matplotlib
-
-matplotlib.use("Agg")  # files only; a notebook's inline backend takes over when it runs
-
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
@@ -53,8 +50,14 @@ def ttft_cdf(requests: pd.DataFrame, title: str) -> Figure:
     requests). Log time axis; a logit share axis, so that the median and the tail up to
     p99.9 are equally legible."""
     scales = sorted(requests["rate_scale"].unique())
-    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 4.6), sharey=True,
-                             squeeze=False, layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        1,
+        len(scales),
+        figsize=(5.5 * len(scales), 4.6),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
     done = requests[requests["status"] == "done"]
     for ax, scale in zip(axes[0], scales, strict=True):
         at = done[done["rate_scale"] == scale]
@@ -62,14 +65,20 @@ def ttft_cdf(requests: pd.DataFrame, title: str) -> Figure:
             ttft = np.sort(at.loc[at["policy"] == policy, "ttft_s"].to_numpy())
             share = np.arange(1, len(ttft) + 1) / (len(ttft) + 1)  # stays below 1 for logit
             p99 = np.percentile(ttft, 99)
-            ax.step(ttft, share, where="post", color=policy_colour(policy),
-                    label=f"{policy} (pooled p99 {p99:.1f} s)")  # fmt: skip
+            ax.step(
+                ttft,
+                share,
+                where="post",
+                color=policy_colour(policy),
+                label=f"{policy} (pooled p99 {p99:.1f} s)",
+            )
         ax.set_xscale("log")
         ax.set_xlim(np.percentile(at["ttft_s"], 0.5) / 1.5, at["ttft_s"].max() * 1.5)
         ax.set_yscale("logit")
         ax.set_ylim(0.01, 0.999)
-        ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999],
-                      ["1%", "10%", "50%", "90%", "99%", "99.9%"])  # fmt: skip
+        ax.set_yticks(
+            [0.01, 0.1, 0.5, 0.9, 0.99, 0.999], ["1%", "10%", "50%", "90%", "99%", "99.9%"]
+        )
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("time to first token (s, log scale)")
         ax.set_title(_scale_label(scale))
@@ -89,8 +98,9 @@ def p99_vs_load(ci: pd.DataFrame, title: str) -> Figure:
         rows = ci[ci["policy"] == policy].sort_values("rate_scale")
         colour = policy_colour(policy)
         ax.plot(rows["rate_scale"], rows["mean"], marker="o", color=colour, label=policy)
-        ax.fill_between(rows["rate_scale"], rows["low"], rows["high"], color=colour,
-                        alpha=0.15, linewidth=0)  # fmt: skip
+        ax.fill_between(
+            rows["rate_scale"], rows["low"], rows["high"], color=colour, alpha=0.15, linewidth=0
+        )
     _log_if_wide(ax, ci[["mean", "low", "high"]].to_numpy().ravel())
     scales = sorted(ci["rate_scale"].unique())
     ax.set_xscale("log")  # rate scales are multiples: x0.5, x1, x2 equally spaced
@@ -100,8 +110,11 @@ def p99_vs_load(ci: pd.DataFrame, title: str) -> Figure:
     ax.set_ylabel("p99 TTFT (s)" + (", log scale" if ax.get_yscale() == "log" else ""))
     seeds = ci["seeds"]
     seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-    ax.set_title(f"p99 TTFT vs load: {title}\nmean over {seed_text} seeds, "
-                 "band: bootstrap 95% CI over seeds", fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"p99 TTFT vs load: {title}\nmean over {seed_text} seeds, "
+        "band: bootstrap 95% CI over seeds",
+        fontsize=10,
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(title="policy")
     return fig
@@ -112,8 +125,14 @@ def _parts(requests: pd.DataFrame) -> pd.DataFrame:
     startup = {
         tier: requests["startup_s"].where(requests["tier"] == tier, 0.0) for tier in LOAD_TIERS
     }
-    parts = pd.DataFrame({"queue": requests["queue_s"], **startup, "prefill": requests["prefill_s"],
-                          "policy": requests["policy"]})  # fmt: skip
+    parts = pd.DataFrame(
+        {
+            "queue": requests["queue_s"],
+            **startup,
+            "prefill": requests["prefill_s"],
+            "policy": requests["policy"],
+        }
+    )
     return parts.groupby("policy", observed=True).mean()
 
 
@@ -123,15 +142,23 @@ def breakdown(requests: pd.DataFrame, title: str) -> Figure:
     pauses migrated requests saw (at any time, so outside the TTFT parts)."""
     done = requests[requests["status"] == "done"]
     scales = sorted(done["rate_scale"].unique())
-    fig, axes = plt.subplots(len(scales), 3, figsize=(15, 3.8 * len(scales)), squeeze=False,
-                             layout="constrained", width_ratios=[1, 1, 0.7])  # fmt: skip
+    fig, axes = plt.subplots(
+        len(scales),
+        3,
+        figsize=(15, 3.8 * len(scales)),
+        squeeze=False,
+        layout="constrained",
+        width_ratios=[1, 1, 0.7],
+    )
     runs = ["policy", "seed", "rate_scale"]
     p99 = done.groupby(runs, observed=True)["ttft_s"].transform(lambda t: np.percentile(t, 99))
     for row, scale in zip(axes, scales, strict=True):
         at = done["rate_scale"] == scale
         order = policy_order(done.loc[at, "policy"].unique())
-        panels = [(done[at], "mean over all requests"),
-                  (done[at & (done["ttft_s"] >= p99)], "mean over each run's slowest 1%")]  # fmt: skip
+        panels = [
+            (done[at], "mean over all requests"),
+            (done[at & (done["ttft_s"] >= p99)], "mean over each run's slowest 1%"),
+        ]
         for ax, (subset, label) in zip(row[:2], panels, strict=True):
             parts = _parts(subset).reindex(order)
             bottom = np.zeros(len(order))
@@ -139,14 +166,21 @@ def breakdown(requests: pd.DataFrame, title: str) -> Figure:
                 ax.bar(order, parts[part], bottom=bottom, color=colour, label=PART_LABELS[part])
                 bottom += parts[part].to_numpy()
             for x, total in enumerate(bottom):
-                ax.annotate(f"{total:.1f} s", (x, total), xytext=(0, 2),
-                            textcoords="offset points", ha="center", fontsize=8)  # fmt: skip
+                ax.annotate(
+                    f"{total:.1f} s",
+                    (x, total),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
+                )
             ax.set_ylabel("seconds per request")
             ax.set_title(f"{_scale_label(scale)}: TTFT parts, {label}", fontsize=10)
             ax.margins(y=0.12)
         _pauses(row[2], done[at], order, scale)
-    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=5,
-               fontsize=9)  # fmt: skip
+    fig.legend(
+        *axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=5, fontsize=9
+    )
     fig.suptitle(f"Where time to first token goes: {title}")
     return fig
 
@@ -161,12 +195,19 @@ def _pauses(ax, done: pd.DataFrame, order: list[str], scale: float) -> None:
     ax.bar(x + 0.2, p99, 0.4, color="#238b45", label="p99")
     counts = migrated.groupby("policy", observed=True).size().reindex(order).fillna(0)
     for i, n in enumerate(counts):
-        ax.annotate(f"n={n:.0f}", (i, max(mean.iloc[i], p99.iloc[i])), xytext=(0, 2),
-                    textcoords="offset points", ha="center", fontsize=8)  # fmt: skip
+        ax.annotate(
+            f"n={n:.0f}",
+            (i, max(mean.iloc[i], p99.iloc[i])),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
     ax.set_xticks(x, order, rotation=20, ha="right")
     ax.set_ylabel("pause per migrated request (s)")
-    ax.set_title(f"{_scale_label(scale)}: migration pauses\n(n: migrated requests, all seeds)",
-                 fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"{_scale_label(scale)}: migration pauses\n(n: migrated requests, all seeds)", fontsize=10
+    )
     ax.legend(fontsize=8)
     ax.margins(y=0.12)
 
@@ -175,8 +216,14 @@ def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
     """Cold starts per run by the tier they loaded from, per policy and rate scale
     (mean over seeds)."""
     scales = sorted(table["rate_scale"].unique())
-    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 4.2), sharey=True,
-                             squeeze=False, layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        1,
+        len(scales),
+        figsize=(5.5 * len(scales), 4.2),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
     columns = [f"loads_by_tier.{tier}" for tier in LOAD_TIERS]
     for ax, scale in zip(axes[0], scales, strict=True):
         at = table[table["rate_scale"] == scale]
@@ -184,8 +231,13 @@ def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
         means = at.groupby("policy")[columns].mean().reindex(order)
         bottom = np.zeros(len(order))
         for tier, column in zip(LOAD_TIERS, columns, strict=True):
-            ax.bar(order, means[column], bottom=bottom, color=TIER_COLOURS[tier],
-                   label=f"from {TIER_NAMES[tier]}")  # fmt: skip
+            ax.bar(
+                order,
+                means[column],
+                bottom=bottom,
+                color=TIER_COLOURS[tier],
+                label=f"from {TIER_NAMES[tier]}",
+            )
             bottom += means[column].to_numpy()
         ax.set_title(_scale_label(scale))
         ax.set_xlabel("policy")
@@ -216,33 +268,50 @@ def timeline(requests: pd.DataFrame, title: str, gpu_utilisation: float | None) 
     end = arrival + done["e2e_s"].to_numpy()
     grid = np.linspace(0, end.max(), 2000)
     minutes = grid / 60
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6), sharex=True,
-                                      layout="constrained")  # fmt: skip
-    stages = {"waiting for a placement": (arrival, placed, "#bdbdbd"),
-              "waiting for its instance to start": (placed, ready, "#4292c6"),
-              "being served (prefill, decode)": (ready, end, "#fdae6b")}  # fmt: skip
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6), sharex=True, layout="constrained")
+    stages = {
+        "waiting for a placement": (arrival, placed, "#bdbdbd"),
+        "waiting for its instance to start": (placed, ready, "#4292c6"),
+        "being served (prefill, decode)": (ready, end, "#fdae6b"),
+    }
     counts = [_occupancy(s, e, grid) for s, e, _ in stages.values()]
     top.stackplot(minutes, counts, labels=list(stages), colors=[c for *_, c in stages.values()])
     top.set_ylabel("requests in the system")
     top.legend(loc="upper right", fontsize=8)
     cold = (done["tier"].isin(LOAD_TIERS) & (done["startup_s"] > 0)).to_numpy()
-    starts = pd.DataFrame({"server": done["server"].to_numpy()[cold],
-                           "model": done["model"].astype(str).to_numpy()[cold],
-                           "tier": done["tier"].astype(str).to_numpy()[cold],
-                           "placed": placed[cold], "ready": ready[cold].round(6)})  # fmt: skip
+    starts = pd.DataFrame(
+        {
+            "server": done["server"].to_numpy()[cold],
+            "model": done["model"].astype(str).to_numpy()[cold],
+            "tier": done["tier"].astype(str).to_numpy()[cold],
+            "placed": placed[cold],
+            "ready": ready[cold].round(6),
+        }
+    )
     instances = starts.groupby(["server", "model", "ready"], as_index=False).agg(
         placed=("placed", "min"), tier=("tier", "first")
     )
-    starting = [_occupancy(instances.loc[instances["tier"] == tier, "placed"].to_numpy(),
-                           instances.loc[instances["tier"] == tier, "ready"].to_numpy(), grid)
-                for tier in LOAD_TIERS]  # fmt: skip
-    bottom.stackplot(minutes, starting, labels=[f"loading from {TIER_NAMES[t]}" for t in LOAD_TIERS],
-                     colors=[TIER_COLOURS[t] for t in LOAD_TIERS])  # fmt: skip
+    starting = [
+        _occupancy(
+            instances.loc[instances["tier"] == tier, "placed"].to_numpy(),
+            instances.loc[instances["tier"] == tier, "ready"].to_numpy(),
+            grid,
+        )
+        for tier in LOAD_TIERS
+    ]
+    bottom.stackplot(
+        minutes,
+        starting,
+        labels=[f"loading from {TIER_NAMES[t]}" for t in LOAD_TIERS],
+        colors=[TIER_COLOURS[t] for t in LOAD_TIERS],
+    )
     bottom.set_ylabel("instances starting\n(start-up + load)")
     bottom.set_xlabel("simulated time (minutes)")
     bottom.legend(loc="upper right", fontsize=8)
-    note = "" if gpu_utilisation is None else (
-        f"; GPUs held by instances {gpu_utilisation:.0%} of the run, keep-alive included"
+    note = (
+        ""
+        if gpu_utilisation is None
+        else (f"; GPUs held by instances {gpu_utilisation:.0%} of the run, keep-alive included")
     )
     fig.suptitle(f"One run over time: {title}\n(instances counted from their requests{note})")
     return fig

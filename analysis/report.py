@@ -23,8 +23,20 @@ from analysis.stats import cost, over_seeds, slo_attainment
 from sim.results import CONFIG, LOAD_TIERS
 
 REPORT = "report.md"
-REQUEST_COLUMNS = ["model", "server", "arrival_s", "tier", "queue_s", "startup_s",
-                   "migration_pause_s", "prefill_s", "ttft_s", "e2e_s", "status", "migrations"]  # fmt: skip
+REQUEST_COLUMNS = [
+    "model",
+    "server",
+    "arrival_s",
+    "tier",
+    "queue_s",
+    "startup_s",
+    "migration_pause_s",
+    "prefill_s",
+    "ttft_s",
+    "e2e_s",
+    "status",
+    "migrations",
+]
 
 
 def _gpus(run_dir: Path) -> int:
@@ -85,26 +97,47 @@ def _figures(
 ) -> list[tuple[str, str, Callable[[], Figure]]]:
     """(file stem, caption, figure maker) for one trace and cluster."""
     figures = [
-        ("ttft_cdf", "TTFT distribution per policy (all seeds pooled).",
-         lambda: plots.ttft_cdf(requests, title)),
-        ("breakdown", "Where TTFT goes: mean parts over all requests and over each run's "
-         "slowest 1%, and migration pauses.", lambda: plots.breakdown(requests, title)),
-        ("loads_by_tier", "Cold starts by the tier they loaded from.",
-         lambda: plots.loads_by_tier(table, title)),
-    ]  # fmt: skip
+        (
+            "ttft_cdf",
+            "TTFT distribution per policy (all seeds pooled).",
+            lambda: plots.ttft_cdf(requests, title),
+        ),
+        (
+            "breakdown",
+            "Where TTFT goes: mean parts over all requests and over each run's "
+            "slowest 1%, and migration pauses.",
+            lambda: plots.breakdown(requests, title),
+        ),
+        (
+            "loads_by_tier",
+            "Cold starts by the tier they loaded from.",
+            lambda: plots.loads_by_tier(table, title),
+        ),
+    ]
     if table["rate_scale"].nunique() > 1:
         ci = over_seeds(table, "ttft_p99_s", ["rate_scale", "policy"])
-        figures.insert(1, ("p99_vs_load", "p99 TTFT against load, mean over seeds with its "
-                           "bootstrap 95% interval.", lambda: plots.p99_vs_load(ci, title)))  # fmt: skip
+        figures.insert(
+            1,
+            (
+                "p99_vs_load",
+                "p99 TTFT against load, mean over seeds with its bootstrap 95% interval.",
+                lambda: plots.p99_vs_load(ci, title),
+            ),
+        )
     top = table[table["rate_scale"] == table["rate_scale"].max()]
     best = top.groupby("policy")["ttft_p99_s"].mean().idxmin()
     one = top[top["policy"] == best].sort_values("seed").iloc[0]
     run_title = f"{best}, seed {one['seed']}, arrival rate x{one['rate_scale']:g}"
     at = (requests["policy"] == best) & (requests["seed"] == one["seed"])
     at &= requests["rate_scale"] == one["rate_scale"]
-    figures.append(("timeline", f"One run over time ({run_title}: the lowest mean p99 at the "
-                    "highest load, its first seed).", lambda: plots.timeline(
-                        requests[at], f"{title}, {run_title}", gpu_utilisation(one))))  # fmt: skip
+    figures.append(
+        (
+            "timeline",
+            f"One run over time ({run_title}: the lowest mean p99 at the "
+            "highest load, its first seed).",
+            lambda: plots.timeline(requests[at], f"{title}, {run_title}", gpu_utilisation(one)),
+        )
+    )
     return figures
 
 
@@ -130,8 +163,13 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
         title = f"trace {trace} on cluster {cluster}"
         suffix = "" if scenarios.ngroups == 1 else f"-{trace}-{cluster}"
         at = (requests["trace"] == trace) & (requests["cluster"] == cluster)
-        lines += ["", f"## {title[0].upper()}{title[1:]}", "",
-                  _markdown(settings_table(scenario, slo, slo_s)), ""]  # fmt: skip
+        lines += [
+            "",
+            f"## {title[0].upper()}{title[1:]}",
+            "",
+            _markdown(settings_table(scenario, slo, slo_s)),
+            "",
+        ]
         for stem, caption, make in _figures(requests[at], scenario, title):
             figure = make()
             for ext in ("png", "svg"):

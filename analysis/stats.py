@@ -53,8 +53,15 @@ def over_seeds(
     rows = []
     for key, group in table.groupby(list(by), sort=False):
         estimate, low, high = bootstrap_ci(group[metric].to_numpy(), seed=seed)
-        rows.append({**dict(zip(by, key, strict=True)), "seeds": group[metric].notna().sum(),
-                     "mean": estimate, "low": low, "high": high})  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "seeds": group[metric].notna().sum(),
+                "mean": estimate,
+                "low": low,
+                "high": high,
+            }
+        )
     return pd.DataFrame(rows)
 
 

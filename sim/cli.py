@@ -11,8 +11,8 @@ from policies import get_policy, policy_names
 from sim.config import load_config
 from sim.errors import InputError
 from sim.progress import ProgressBar
-from sim.results import SWEEP_TABLE
 from sim.replay import replay
+from sim.results import SWEEP_TABLE
 from sim.run_dir import check_writable, write_run
 from sim.summary import summarize
 from sim.sweep import SWEEP_FILE, run_sweep
@@ -85,28 +85,47 @@ def _sweep_parser(commands: argparse._SubParsersAction) -> None:
         "DIR/sweep.parquet (one row per run). Running the same command again skips the "
         "runs already finished. Options override the sweep file's keys.",
     )
-    sweep.add_argument("sweep_file", nargs="?", type=Path, metavar="SWEEP.toml",
-                       help="sweep file; its keys are the long options' names")  # fmt: skip
-    sweep.add_argument("--policies", type=_comma_list(str),
-                       help="comma-separated policies (default: random,locality,migration,"
-                       "startup-aware)")  # fmt: skip
+    sweep.add_argument(
+        "sweep_file",
+        nargs="?",
+        type=Path,
+        metavar="SWEEP.toml",
+        help="sweep file; its keys are the long options' names",
+    )
+    sweep.add_argument(
+        "--policies",
+        type=_comma_list(str),
+        help="comma-separated policies (default: random,locality,migration,startup-aware)",
+    )
     sweep.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: 3)")
-    sweep.add_argument("--rate-scales", type=_comma_list(float),
-                       help="arrival-rate multipliers: arrival times are divided by each "
-                       "(default: 1)")  # fmt: skip
-    sweep.add_argument("--traces", type=_comma_list(str),
-                       help="comma-separated trace files; 'default' is the bundled trace "
-                       "(default: default)")  # fmt: skip
-    sweep.add_argument("--clusters", type=_comma_list(str),
-                       help="comma-separated cluster TOML files; 'default' is the default "
-                       "cluster (default: default)")  # fmt: skip
-    sweep.add_argument("--backend", choices=BACKENDS, help="local process pool or Ray "
-                       "(default: local)")  # fmt: skip
+    sweep.add_argument(
+        "--rate-scales",
+        type=_comma_list(float),
+        help="arrival-rate multipliers: arrival times are divided by each (default: 1)",
+    )
+    sweep.add_argument(
+        "--traces",
+        type=_comma_list(str),
+        help="comma-separated trace files; 'default' is the bundled trace (default: default)",
+    )
+    sweep.add_argument(
+        "--clusters",
+        type=_comma_list(str),
+        help="comma-separated cluster TOML files; 'default' is the default "
+        "cluster (default: default)",
+    )
+    sweep.add_argument(
+        "--backend", choices=BACKENDS, help="local process pool or Ray (default: local)"
+    )
     sweep.add_argument("--jobs", type=int, help="parallel runs (default: one per CPU)")
-    sweep.add_argument("--ray-address", help="an existing Ray cluster (default: start a "
-                       "local Ray for the sweep)")  # fmt: skip
-    sweep.add_argument("--out", type=Path, help="sweep directory (default: "
-                       "sweeps/<SWEEP file name>, or sweeps/sweep)")  # fmt: skip
+    sweep.add_argument(
+        "--ray-address", help="an existing Ray cluster (default: start a local Ray for the sweep)"
+    )
+    sweep.add_argument(
+        "--out",
+        type=Path,
+        help="sweep directory (default: sweeps/<SWEEP file name>, or sweeps/sweep)",
+    )
     sweep.add_argument("--quiet", action="store_true", help="print nothing on success")
 
 
@@ -158,8 +177,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def sweep(args: argparse.Namespace) -> int:
-    keys = ("policies", "seeds", "rate_scales", "traces", "clusters", "backend", "jobs",
-            "out", "ray_address")  # fmt: skip
+    keys = (
+        "policies",
+        "seeds",
+        "rate_scales",
+        "traces",
+        "clusters",
+        "backend",
+        "jobs",
+        "out",
+        "ray_address",
+    )
     grid = load_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
     show_progress = not args.quiet and sys.stderr.isatty()
     progress = ProgressBar("sweep", unit="runs") if show_progress else None
@@ -167,10 +195,15 @@ def sweep(args: argparse.Namespace) -> int:
     if not args.quiet:
         table = outcome.table
         p99 = table.groupby(["cluster", "trace", "rate_scale", "policy"], sort=False)["ttft_p99_s"]
-        print(p99.agg(["count", "mean", "min", "max"]).rename(columns={"count": "seeds"})
-              .to_string(float_format=lambda x: f"{x:.2f}"))  # fmt: skip
-        print(f"TTFT p99 (s) over seeds above; {outcome.ran} runs done, {outcome.skipped} "
-              f"already finished, in {outcome.wall_s:.1f} s")  # fmt: skip
+        print(
+            p99.agg(["count", "mean", "min", "max"])
+            .rename(columns={"count": "seeds"})
+            .to_string(float_format=lambda x: f"{x:.2f}")
+        )
+        print(
+            f"TTFT p99 (s) over seeds above; {outcome.ran} runs done, {outcome.skipped} "
+            f"already finished, in {outcome.wall_s:.1f} s"
+        )
         print(f"sweep table: {grid.out / SWEEP_TABLE}; grid: {grid.out / SWEEP_FILE}")
     return 0
 

@@ -100,9 +100,7 @@ def collect(sweep: Sweep) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_sweep(
-    sweep: Sweep, progress: Callable[[int, int], None] | None = None
-) -> SweepOutcome:
+def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) -> SweepOutcome:
     """Run what is left of `sweep` and rebuild its table; `progress(done, total)` per run."""
     started = time.perf_counter()
     check_sweep_dir(sweep.out)

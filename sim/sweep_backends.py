@@ -50,8 +50,12 @@ def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None) -> Ite
             if address is not None:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
             else:
-                ray.init(num_cpus=jobs, include_dashboard=False, logging_level="ERROR",
-                         log_to_driver=False)  # fmt: skip
+                ray.init(
+                    num_cpus=jobs,
+                    include_dashboard=False,
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                )
         except ConnectionError as err:
             raise InputError(f"--ray-address {address}: {err}") from None
     try:

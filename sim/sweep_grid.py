@@ -77,8 +77,15 @@ class Sweep:
         """Every run, seeds innermost so that early results cover whole settings."""
         trace_labels, cluster_labels = labels(self.traces), labels(self.clusters)
         return [
-            RunPoint(policy, trace_labels[t], str(t), scale, cluster_labels[c],
-                     None if c is None else str(c), seed)  # fmt: skip
+            RunPoint(
+                policy,
+                trace_labels[t],
+                str(t),
+                scale,
+                cluster_labels[c],
+                None if c is None else str(c),
+                seed,
+            )
             for c, t, scale, policy, seed in itertools.product(
                 self.clusters, self.traces, self.rate_scales, self.policies, self.seeds
             )
