@@ -8,11 +8,12 @@ report (a report.md), never anything else.
 
 import os
 import shutil
-import tempfile
 import tomllib
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
@@ -172,8 +173,10 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
         ]
         for stem, caption, make in _figures(requests[at], scenario, title):
             figure = make()
-            for ext in ("png", "svg"):
-                figure.savefig(out / f"{stem}{suffix}.{ext}", dpi=110)
+            figure.savefig(out / f"{stem}{suffix}.png", dpi=110)
+            figure.set_layout_engine("none")  # laid out once: the SVG reuses it
+            with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: small, fast
+                figure.savefig(out / f"{stem}{suffix}.svg")
             plt.close(figure)
             lines += [f"![{caption}]({stem}{suffix}.png)", "", f"*{caption}*", ""]
     (out / REPORT).write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
@@ -188,7 +191,8 @@ def write_report(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
     """Build the report in a staging directory beside `out`, then move it into place."""
     check_report_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    staging = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()  # not mkdtemp: the report keeps the umask's permissions, not 0700
     try:
         _build(runs, staging, slo_s, source)
         if out.exists():

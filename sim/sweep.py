@@ -14,8 +14,8 @@ in flight and repeats none that finished. The table is rebuilt from the run dire
 import hashlib
 import os
 import shutil
-import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,13 +80,14 @@ def _remove_leftovers(runs: Path) -> None:
 
 
 def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.close(handle)
+    """`write` a staging file beside `path` (with the umask's permissions, unlike
+    mkstemp's 0600), then rename it into place."""
+    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:12]}"
     try:
-        write(Path(staging))
+        write(staging)
         os.replace(staging, path)
     except BaseException:
-        Path(staging).unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
         raise
 
 
