@@ -29,7 +29,7 @@ from sim.errors import InputError
 from sim.results import SWEEP_RUNS, SWEEP_TABLE, read_summary, summary_row
 from sim.run_dir import write_run
 from sim.summary import file_sha256
-from sim.sweep_backends import Task, run_local, run_ray
+from sim.sweep_backends import Task, local_backend, ray_backend
 from sim.sweep_grid import RunPoint, Sweep
 
 SWEEP_FILE = "sweep.toml"
@@ -109,11 +109,6 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
     trace_sha = {str(t): file_sha256(t) for t in sweep.traces}
     config_sha = {k: hashlib.sha256(c.to_toml().encode()).hexdigest() for k, c in configs.items()}
     runs = sweep.out / SWEEP_RUNS
-    runs.mkdir(parents=True, exist_ok=True)
-    _write_atomically(
-        sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
-    )
-    _remove_leftovers(runs)
     points = sweep.points()
     todo: list[Task] = [
         (point, configs[point.cluster_path])
@@ -126,16 +121,22 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
         )
     ]
     skipped = len(points) - len(todo)
-    if progress is not None:
-        progress(skipped, len(points))
     if sweep.backend == "ray":
-        outputs = run_ray(todo, sweep.jobs, sweep.ray_address)
+        backend = ray_backend(sweep.jobs, sweep.ray_address)
     else:
-        outputs = run_local(todo, sweep.jobs)
-    for done, output in enumerate(outputs, start=skipped + 1):
-        write_run(runs / output.point.name, output.requests, output.summary, output.config_toml)
+        backend = local_backend(sweep.jobs)
+    with backend as execute:  # connected (or failed) before anything is written
+        runs.mkdir(parents=True, exist_ok=True)
+        _write_atomically(
+            sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
+        )
+        _remove_leftovers(runs)
         if progress is not None:
-            progress(done, len(points))
+            progress(skipped, len(points))
+        for done, output in enumerate(execute(todo), start=skipped + 1):
+            write_run(runs / output.point.name, output.requests, output.summary, output.config_toml)
+            if progress is not None:
+                progress(done, len(points))
     table = collect(sweep)
     _write_atomically(sweep.out / SWEEP_TABLE, lambda p: table.to_parquet(p, index=False))
     return SweepOutcome(table, len(todo), skipped, time.perf_counter() - started)

@@ -6,8 +6,10 @@ shared filesystem for the output (they do need to read the trace files at the sa
 """
 
 import os
-from collections.abc import Iterator, Sequence
+import socket
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 
 from sim.config import ClusterConfig
 from sim.errors import InputError
@@ -15,6 +17,7 @@ from sim.sweep_grid import RunPoint
 from sim.sweep_run import RunOutput, simulate
 
 Task = tuple[RunPoint, ClusterConfig]
+Backend = Callable[[Sequence[Task]], Iterator[RunOutput]]
 
 
 def run_local(tasks: Sequence[Task], jobs: int | None) -> Iterator[RunOutput]:
@@ -36,29 +39,39 @@ def run_local(tasks: Sequence[Task], jobs: int | None) -> Iterator[RunOutput]:
                 future.cancel()
 
 
-def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None) -> Iterator[RunOutput]:
+def _check_reachable(address: str) -> None:
+    """Fail in seconds, not minutes (Ray retries an unreachable head for a long time)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as err:
+        raise InputError(f"--ray-address {address}: cannot connect ({err})") from None
+
+
+@contextmanager
+def ray_backend(jobs: int | None, address: str | None) -> Iterator[Backend]:
     """Tasks on the Ray cluster at `address`, or on a local Ray started for this sweep
     (with `jobs` CPUs) and stopped after it. A Ray already initialised in this process
-    (a notebook, a test) is used as it is."""
+    (a notebook, a test) is used as it is. Connects on entry, before the sweep writes."""
     try:
         import ray
     except ImportError:
         raise InputError("--backend ray: Ray is not installed (pip install 'thaw[ray]')") from None
     started = not ray.is_initialized()
     if started:
-        try:
-            if address is not None:
-                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-            else:
-                ray.init(
-                    num_cpus=jobs,
-                    include_dashboard=False,
-                    logging_level="ERROR",
-                    log_to_driver=False,
-                )
-        except ConnectionError as err:
-            raise InputError(f"--ray-address {address}: {err}") from None
-    try:
+        quiet = {"logging_level": "ERROR", "log_to_driver": False}
+        if address is not None:
+            _check_reachable(address)
+            try:
+                ray.init(address=address, **quiet)
+            except ConnectionError as err:
+                raise InputError(f"--ray-address {address}: {err}") from None
+        else:
+            ray.init(num_cpus=jobs, include_dashboard=False, **quiet)
+
+    def run(tasks: Sequence[Task]) -> Iterator[RunOutput]:
         remote = ray.remote(num_cpus=1)(simulate)
         pending = [remote.remote(point, config) for point, config in tasks]
         try:
@@ -69,6 +82,14 @@ def run_ray(tasks: Sequence[Task], jobs: int | None, address: str | None) -> Ite
         finally:
             for ref in pending:
                 ray.cancel(ref)
+
+    try:
+        yield run
     finally:
         if started:
             ray.shutdown()
+
+
+@contextmanager
+def local_backend(jobs: int | None) -> Iterator[Backend]:
+    yield lambda tasks: run_local(tasks, jobs)

@@ -123,6 +123,7 @@ def test_a_sweep_file_with_paths_relative_to_it_and_options_over_it(tmp_path):
         (["--traces", "a/t.csv,b/t.csv"], "", "have the same name 't'"),
         (["--out", "mine"], "", "mine: exists and is not a thaw sweep directory"),
         (["--jobs", "0"], "", "--jobs: expected a positive integer"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:1"], "", "127.0.0.1:1: cannot connect"),
     ],
 )
 def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
