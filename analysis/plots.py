@@ -45,21 +45,21 @@ def _log_if_wide(ax, values: np.ndarray, axis: str = "y") -> None:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
+def _panel_per_scale(frame: pd.DataFrame, height: float) -> tuple[list[float], Figure, list]:
+    """A row of panels sharing their y axis, one per rate scale in `frame`."""
+    scales = sorted(frame["rate_scale"].unique())
+    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), height), sharey=True,
+                             squeeze=False, layout="constrained")  # fmt: skip
+    return scales, fig, list(axes[0])
+
+
 def ttft_cdf(requests: pd.DataFrame, title: str) -> Figure:
     """Per rate scale, each policy's TTFT distribution, all seeds pooled (completed
     requests). Log time axis; a logit share axis, so that the median and the tail up to
     p99.9 are equally legible."""
-    scales = sorted(requests["rate_scale"].unique())
-    fig, axes = plt.subplots(
-        1,
-        len(scales),
-        figsize=(5.5 * len(scales), 4.6),
-        sharey=True,
-        squeeze=False,
-        layout="constrained",
-    )
+    scales, fig, axes = _panel_per_scale(requests, height=4.6)
     done = requests[requests["status"] == "done"]
-    for ax, scale in zip(axes[0], scales, strict=True):
+    for ax, scale in zip(axes, scales, strict=True):
         at = done[done["rate_scale"] == scale]
         for policy in policy_order(at["policy"].unique()):
             ttft = np.sort(at.loc[at["policy"] == policy, "ttft_s"].to_numpy())
@@ -84,7 +84,7 @@ def ttft_cdf(requests: pd.DataFrame, title: str) -> Figure:
         ax.set_title(_scale_label(scale))
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
-    axes[0][0].set_ylabel("requests with TTFT <= x (logit scale)")
+    axes[0].set_ylabel("requests with TTFT <= x (logit scale)")
     seeds = done["seed"].nunique()
     fig.suptitle(f"TTFT distribution: {title} ({seeds} seed{'s' * (seeds > 1)} pooled)")
     return fig
@@ -215,17 +215,9 @@ def _pauses(ax, done: pd.DataFrame, order: list[str], scale: float) -> None:
 def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
     """Cold starts per run by the tier they loaded from, per policy and rate scale
     (mean over seeds)."""
-    scales = sorted(table["rate_scale"].unique())
-    fig, axes = plt.subplots(
-        1,
-        len(scales),
-        figsize=(5.5 * len(scales), 4.2),
-        sharey=True,
-        squeeze=False,
-        layout="constrained",
-    )
+    scales, fig, axes = _panel_per_scale(table, height=4.2)
     columns = [f"loads_by_tier.{tier}" for tier in LOAD_TIERS]
-    for ax, scale in zip(axes[0], scales, strict=True):
+    for ax, scale in zip(axes, scales, strict=True):
         at = table[table["rate_scale"] == scale]
         order = policy_order(at["policy"].unique())
         means = at.groupby("policy")[columns].mean().reindex(order)
@@ -242,7 +234,7 @@ def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
         ax.set_title(_scale_label(scale))
         ax.set_xlabel("policy")
         ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("cold starts per run (mean over seeds)")
+    axes[0].set_ylabel("cold starts per run (mean over seeds)")
     fig.suptitle(f"Checkpoint loads by source tier: {title}")
     return fig
 
