@@ -10,6 +10,7 @@ import pytest
 import traces
 from analysis import AnalysisInputError, bootstrap_ci, load_runs, over_seeds, slo_attainment
 from analysis.cli import main
+from sim.cli import main as sim_main
 from sim.sweep import run_sweep
 from sim.sweep_grid import load_sweep
 
@@ -67,6 +68,12 @@ def test_a_sweep_a_run_and_a_directory_of_runs_load_alike(sweep_dir, tmp_path):
     assert len(one) == 1 and one.loc[0, "rate_scale"] == 2.0
     shutil.copytree(sweep_dir / "runs", tmp_path / "loose")  # run dirs without the sweep table
     assert len(load_runs(tmp_path / "loose").table) == 8
+    trace = sweep_dir.parent / "head.csv"
+    plain_dir = str(tmp_path / "plain")
+    assert sim_main(["run", "--trace", str(trace), "--out", plain_dir, "--quiet"]) == 0
+    plain = load_runs(tmp_path / "plain").table.iloc[0]  # a `sim run` directory: no sweep record
+    assert (plain["policy"], plain["trace"], plain["rate_scale"]) == ("locality", "head", 1.0)
+    assert plain["cluster"].startswith("config-") and plain["seed"] == 0
 
     ci = over_seeds(table, "ttft_p99_s")
     assert len(ci) == 4 and (ci["seeds"] == 2).all()
