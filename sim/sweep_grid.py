@@ -141,6 +141,8 @@ def _rate_scales(value: Any, base: Path) -> tuple[float, ...]:
     for x in scales:
         if not (math.isfinite(x) and x > 0):
             raise ValueError(f"expected positive numbers, got {x!r}")
+    if len({f"{x:g}" for x in scales}) < len(scales):  # run directories name them so
+        raise ValueError(f"scales too close to tell apart in 6 digits: {list(scales)}")
     return scales
 
 
