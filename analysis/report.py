@@ -63,7 +63,8 @@ def _with_ci(ci: pd.DataFrame, fmt: str) -> pd.Series:
 def settings_table(table: pd.DataFrame, slo: pd.DataFrame, slo_s: float) -> pd.DataFrame:
     """One row per setting: TTFT percentiles and SLO attainment with intervals over seeds,
     cost, and where the loads came from (means over seeds)."""
-    table = table.merge(slo, on=[*SETTING, "seed"]).assign(gpu_s_per_request=cost(table))
+    table = table.merge(slo, on=[*SETTING, "seed"])
+    table["gpu_s_per_request"] = cost(table)
     by = ["rate_scale", "policy"]
     p99 = over_seeds(table, "ttft_p99_s", by)
     out = p99[[*by, "seeds"]].rename(columns={"rate_scale": "rate scale"})
@@ -73,17 +74,19 @@ def settings_table(table: pd.DataFrame, slo: pd.DataFrame, slo_s: float) -> pd.D
     out[f"TTFT <= {slo_s:g} s"] = _with_ci(
         over_seeds(table.assign(pct=table["slo_attainment"] * 100), "pct", by), "{:.1f}%"
     )
-    means = table.groupby(by, sort=False)
-    out["GPU-s / request"] = means["gpu_s_per_request"].mean().map("{:.1f}".format).to_numpy()
-    out["loads dram/ssd/remote"] = [
-        "/".join(f"{means[f'loads_by_tier.{t}'].mean().iloc[i]:.0f}" for t in LOAD_TIERS)
-        for i in range(len(out))
+    load_columns = [f"loads_by_tier.{tier}" for tier in LOAD_TIERS]
+    columns = ["gpu_s_per_request", *load_columns, "migrations", "migration_pause_p99_s",
+               "preemptions"]  # fmt: skip
+    # None (no migrations) becomes NaN; rows come out in over_seeds' order.
+    means = table[by].join(table[columns].astype(float)).groupby(by, sort=False).mean()
+    loads = means[load_columns].to_numpy()
+    out["GPU-s / request"] = [f"{x:.1f}" for x in means["gpu_s_per_request"]]
+    out["loads dram/ssd/remote"] = ["/".join(f"{x:.0f}" for x in row) for row in loads]
+    out["migrations"] = [f"{x:.0f}" for x in means["migrations"]]
+    out["migration pause p99 (s)"] = [
+        "-" if pd.isna(x) else f"{x:.3f}" for x in means["migration_pause_p99_s"]
     ]
-    out["migrations"] = means["migrations"].mean().map("{:.0f}".format).to_numpy()
-    out["migration pause p99 (s)"] = (
-        means["migration_pause_p99_s"].mean().map(lambda x: "-" if pd.isna(x) else f"{x:.3f}")
-    ).to_numpy()
-    out["preemptions"] = means["preemptions"].mean().map("{:.0f}".format).to_numpy()
+    out["preemptions"] = [f"{x:.0f}" for x in means["preemptions"]]
     return out
 
 

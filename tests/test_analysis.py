@@ -10,6 +10,7 @@ import pytest
 import traces
 from analysis import AnalysisInputError, bootstrap_ci, load_runs, over_seeds, slo_attainment
 from analysis.cli import main
+from analysis.report import settings_table
 from sim.cli import main as sim_main
 from sim.sweep import run_sweep
 from sim.sweep_grid import load_sweep
@@ -99,6 +100,20 @@ def test_the_report_of_a_sweep(sweep_dir, tmp_path, capsys):
                  str(out)]) == 0  # fmt: skip
     assert not (out / "p99_vs_load.png").exists()  # one run: one load, no load curve
     assert "1 runs" in (out / "report.md").read_text()
+
+
+def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
+    """A scenario is a slice of the runs table (its index does not start at 0)."""
+    runs = load_runs(sweep_dir)
+    slo = slo_attainment(runs.requests(["ttft_s", "status"]), 5.0)
+    part = runs.table[runs.table["rate_scale"] == 2.0]
+    assert part.index[0] > 0
+    table = settings_table(part, slo, 5.0).set_index("policy")
+    for policy, rows in part.groupby("policy"):
+        per_request = (rows["gpu_seconds"] / rows["completed"]).mean()
+        assert table.loc[policy, "GPU-s / request"] == f"{per_request:.1f}"
+        dram = rows["loads_by_tier.dram"].mean()
+        assert table.loc[policy, "loads dram/ssd/remote"].startswith(f"{dram:.0f}/")
 
 
 @pytest.mark.parametrize(
