@@ -57,7 +57,8 @@ def report(args: argparse.Namespace) -> int:
     check_report_dir(args.out)
     runs = load_runs(args.source)
     write_report(runs, args.out, args.slo, args.source)
-    print(f"report: {args.out / 'report.md'} ({len(runs.table)} runs)")
+    runs_count = len(runs.table)
+    print(f"report: {args.out / 'report.md'} ({runs_count} run{'s' * (runs_count > 1)})")
     return 0
 
 

@@ -45,6 +45,12 @@ def _log_if_wide(ax, values: np.ndarray, axis: str = "y") -> None:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
+def _bar_room(ax, bars: int) -> None:
+    """Room for at least three bars, so that one or two do not fill the panel."""
+    extra = max(0.0, (3 - bars) / 2)
+    ax.set_xlim(-0.5 - extra, bars - 0.5 + extra)
+
+
 def _panel_per_scale(frame: pd.DataFrame, height: float) -> tuple[list[float], Figure, list]:
     """A row of panels sharing their y axis, one per rate scale in `frame`."""
     scales = sorted(frame["rate_scale"].unique())
@@ -174,6 +180,7 @@ def breakdown(requests: pd.DataFrame, title: str) -> Figure:
                     ha="center",
                     fontsize=8,
                 )
+            _bar_room(ax, len(order))
             ax.set_ylabel("seconds per request")
             ax.set_title(f"{_scale_label(scale)}: TTFT parts, {label}", fontsize=10)
             ax.margins(y=0.12)
@@ -204,6 +211,7 @@ def _pauses(ax, done: pd.DataFrame, order: list[str], scale: float) -> None:
             fontsize=8,
         )
     ax.set_xticks(x, order, rotation=20, ha="right")
+    _bar_room(ax, len(order))
     ax.set_ylabel("pause per migrated request (s)")
     ax.set_title(
         f"{_scale_label(scale)}: migration pauses\n(n: migrated requests, all seeds)", fontsize=10
@@ -231,6 +239,7 @@ def loads_by_tier(table: pd.DataFrame, title: str) -> Figure:
                 label=f"from {TIER_NAMES[tier]}",
             )
             bottom += means[column].to_numpy()
+        _bar_room(ax, len(order))
         ax.set_title(_scale_label(scale))
         ax.set_xlabel("policy")
         ax.legend(fontsize=8)
@@ -251,7 +260,9 @@ def timeline(requests: pd.DataFrame, title: str, gpu_utilisation: float | None) 
     instance to start, being served) and instances starting, by source tier.
 
     A run directory records requests, not instances, so an instance starting is counted
-    once per distinct (server, model, ready time) among its requests.
+    once per distinct (server, model, ready time) among its requests, from its first
+    request's placement (start-up, load, and any wait for migrations making room) until
+    it is ready.
     """
     done = requests[requests["status"] == "done"]
     arrival = done["arrival_s"].to_numpy()

@@ -153,7 +153,8 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
     lines = [
         f"# thaw report: {source}",
         "",
-        f"{len(table)} runs: policies {', '.join(runs.policies())}; rate scales "
+        f"{len(table)} run{'s' * (len(table) > 1)}: policies {', '.join(runs.policies())}; "
+        "rate scales "
         f"{', '.join(f'x{x:g}' for x in sorted(table['rate_scale'].unique()))}; seeds "
         f"{', '.join(str(s) for s in sorted(table['seed'].unique()))}.",
         "",

@@ -99,7 +99,7 @@ def test_the_report_of_a_sweep(sweep_dir, tmp_path, capsys):
     assert main(["report", str(sweep_dir / "runs" / "random-head-x1-default-seed0"), "-o",
                  str(out)]) == 0  # fmt: skip
     assert not (out / "p99_vs_load.png").exists()  # one run: one load, no load curve
-    assert "1 runs" in (out / "report.md").read_text()
+    assert "1 run: policies random; rate scales x1; seeds 0." in (out / "report.md").read_text()
 
 
 def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
