@@ -108,6 +108,27 @@ def test_a_sweep_file_with_paths_relative_to_it_and_options_over_it(tmp_path):
     assert [p.name for p in sweep.points()] == ["random-head50-x1-default-seed0"]
 
 
+def test_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "SWEEP.toml",
+        "--policies",
+        "--seeds",
+        "--rate-scales",
+        "--traces",
+        "--clusters",
+        "--backend",
+        "--jobs",
+        "--ray-address",
+        "--out",
+        "--quiet",
+    ):
+        assert option in text
+
+
 @pytest.mark.parametrize(
     ("args", "toml", "expected"),
     [
