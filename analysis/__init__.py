@@ -1,6 +1,19 @@
-"""Analysis of run directories: statistics with confidence intervals, plots and reports.
+"""Analysis of results: load run directories and sweeps into DataFrames, statistics with
+bootstrap confidence intervals over seeds, plots, and `python -m analysis report`.
 
-Nothing here yet: the library, `python -m analysis report` and the notebooks arrive with
-their own issue. A run directory is already plain data: `requests.parquet` and
-`summary.json` load with pandas and json.
+Reads result files only (plus `sim.results` for their schema), so it works on runs
+copied from anywhere.
 """
+
+from analysis.load import AnalysisInputError, Runs, load_runs
+from analysis.stats import bootstrap_ci, cost, over_seeds, slo_attainment
+
+__all__ = [
+    "AnalysisInputError",
+    "Runs",
+    "bootstrap_ci",
+    "cost",
+    "load_runs",
+    "over_seeds",
+    "slo_attainment",
+]

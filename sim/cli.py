@@ -1,7 +1,9 @@
-"""`python -m sim run`: replay a trace on a cluster under a policy and write a run directory."""
+"""`python -m sim run`: replay a trace on a cluster under a policy and write a run directory.
+`python -m sim sweep`: a grid of runs, each in its own run directory, and their table."""
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import traces
@@ -11,8 +13,11 @@ from sim.errors import InputError
 from sim.invariants import InvariantError
 from sim.progress import ProgressBar
 from sim.replay import replay
+from sim.results import SWEEP_TABLE
 from sim.run_dir import check_writable, write_run
 from sim.summary import summarize
+from sim.sweep import SWEEP_FILE, run_sweep
+from sim.sweep_grid import BACKENDS, load_sweep
 from traces.options import add_trace_options, trace_options
 
 
@@ -83,7 +88,72 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="audit the cluster's books after every event (slower; see sim/invariants.py)",
     )
+    _sweep_parser(commands)
     return parser
+
+
+def _comma_list(kind: type) -> Callable[[str], list]:
+    def parse(text: str) -> list:
+        try:
+            return [kind(item) for item in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {kind.__name__}, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def _sweep_parser(commands: argparse._SubParsersAction) -> None:
+    sweep = commands.add_parser(
+        "sweep",
+        help="run a grid of policies x traces x rate scales x clusters x seeds",
+        description="Run every point of a grid, each in its own run directory, and write "
+        "DIR/sweep.parquet (one row per run). Running the same command again skips the "
+        "runs already finished. Options override the sweep file's keys.",
+    )
+    sweep.add_argument(
+        "sweep_file",
+        nargs="?",
+        type=Path,
+        metavar="SWEEP.toml",
+        help="sweep file; its keys are the long options' names",
+    )
+    sweep.add_argument(
+        "--policies",
+        type=_comma_list(str),
+        help="comma-separated policies (default: random,locality,migration,startup-aware)",
+    )
+    sweep.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: 3)")
+    sweep.add_argument(
+        "--rate-scales",
+        type=_comma_list(float),
+        help="arrival-rate multipliers: arrival times are divided by each (default: 1)",
+    )
+    sweep.add_argument(
+        "--traces",
+        type=_comma_list(str),
+        help="comma-separated trace files; 'default' is the bundled trace (default: default)",
+    )
+    sweep.add_argument(
+        "--clusters",
+        type=_comma_list(str),
+        help="comma-separated cluster TOML files; 'default' is the default "
+        "cluster (default: default)",
+    )
+    sweep.add_argument(
+        "--backend", choices=BACKENDS, help="local process pool or Ray (default: local)"
+    )
+    sweep.add_argument("--jobs", type=int, help="parallel runs (default: one per CPU)")
+    sweep.add_argument(
+        "--ray-address", help="an existing Ray cluster (default: start a local Ray for the sweep)"
+    )
+    sweep.add_argument(
+        "--out",
+        type=Path,
+        help="sweep directory (default: sweeps/<SWEEP file name>, or sweeps/sweep)",
+    )
+    sweep.add_argument("--quiet", action="store_true", help="print nothing on success")
 
 
 def _table(summary: dict) -> str:
@@ -152,10 +222,42 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def sweep(args: argparse.Namespace) -> int:
+    keys = (
+        "policies",
+        "seeds",
+        "rate_scales",
+        "traces",
+        "clusters",
+        "backend",
+        "jobs",
+        "out",
+        "ray_address",
+    )
+    grid = load_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
+    show_progress = not args.quiet and sys.stderr.isatty()
+    progress = ProgressBar("sweep", unit="runs") if show_progress else None
+    outcome = run_sweep(grid, progress)
+    if not args.quiet:
+        table = outcome.table
+        p99 = table.groupby(["cluster", "trace", "rate_scale", "policy"], sort=False)["ttft_p99_s"]
+        print(
+            p99.agg(["count", "mean", "min", "max"])
+            .rename(columns={"count": "seeds"})
+            .to_string(float_format=lambda x: f"{x:.2f}")
+        )
+        print(
+            f"TTFT p99 (s) over seeds above; {outcome.ran} runs done, {outcome.skipped} "
+            f"already finished, in {outcome.wall_s:.1f} s"
+        )
+        print(f"sweep table: {grid.out / SWEEP_TABLE}; grid: {grid.out / SWEEP_FILE}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return run(args)
+        return {"run": run, "sweep": sweep}[args.command](args)
     except (InputError, traces.TraceError) as err:
         print(f"python -m sim {args.command}: error: {err}", file=sys.stderr)
         return 2

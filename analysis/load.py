@@ -1,0 +1,82 @@
+"""Load results into DataFrames: a run directory, a directory of runs, or a sweep.
+
+Only result files are read (DESIGN.md): `summary.json` and `requests.parquet` of each
+run, through the schema in `sim.results`. Of a sweep, `sweep.parquet` says which runs
+belong to its grid; their rows come from their summaries, like any other run's.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sim.results import COORDINATES, REQUESTS, SUMMARY, SWEEP_TABLE, read_summary, summary_row
+
+SETTING = ("trace", "cluster", "rate_scale", "policy")  # a run's coordinates but the seed
+LADDER = ("random", "locality", "migration", "startup-aware", "preemption")
+
+
+class AnalysisInputError(Exception):
+    """A path the user gave holds no results; the CLI prints it as one line, exit 2."""
+
+
+@dataclass
+class Runs:
+    """One row per run (its coordinates, summary fields and `path`); requests on demand."""
+
+    table: pd.DataFrame
+
+    def requests(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """Every run's requests, each row tagged with its run's coordinates."""
+        frames = []
+        for row in self.table.itertuples(index=False):
+            frame = pd.read_parquet(Path(row.path) / REQUESTS, columns=columns)
+            for key in COORDINATES:
+                frame[key] = getattr(row, key)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def policies(self) -> list[str]:
+        return policy_order(self.table["policy"].unique())
+
+
+def policy_order(names) -> list[str]:
+    """The ladder's order first (each rung adds one idea), then any other policy by name."""
+    names = set(names)
+    return [p for p in LADDER if p in names] + sorted(names - set(LADDER))
+
+
+def _run_dirs(path: Path) -> list[Path]:
+    if (path / SUMMARY).is_file():
+        return [path]
+    if (path / SWEEP_TABLE).is_file():
+        runs = pd.read_parquet(path / SWEEP_TABLE)
+        return [path / run for run in runs["run"]] if "run" in runs else []
+    return sorted(summary.parent for summary in path.rglob(SUMMARY))
+
+
+def load_runs(path: str | Path) -> Runs:
+    """The runs under `path` (a run directory, a sweep, or any directory of run
+    directories, searched recursively), sorted by their coordinates."""
+    path = Path(path)
+    if not path.is_dir():
+        raise AnalysisInputError(f"{path}: no such directory")
+    rows = []
+    for run_dir in _run_dirs(path):
+        summary = read_summary(run_dir)
+        if summary is not None:
+            rows.append({**summary_row(summary), "path": str(run_dir)})
+    if not rows:
+        raise AnalysisInputError(f"{path}: no run directories (with a summary.json) found")
+    table = pd.DataFrame(rows)
+    duplicated = table.duplicated(list(COORDINATES))
+    if duplicated.any():
+        first = table[table.duplicated(list(COORDINATES), keep=False)]["path"].head(2).tolist()
+        raise AnalysisInputError(
+            f"{path}: two runs with the same policy, trace, rate scale, cluster and seed: "
+            f"{first[0]} and {first[1]}"
+        )
+    table["policy"] = pd.Categorical(table["policy"], policy_order(table["policy"].unique()))
+    table = table.sort_values(["trace", "cluster", "rate_scale", "policy", "seed"])
+    table["policy"] = table["policy"].astype(str)
+    return Runs(table.reset_index(drop=True))

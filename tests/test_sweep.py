@@ -1,0 +1,194 @@
+"""`python -m sim sweep`: the grid, resuming after a kill, the table, the Ray backend, bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import ray
+
+import traces
+from sim import seeds
+from sim.cli import main
+from sim.config import load_config
+from sim.replay import replay
+from sim.results import SWEEP_TABLE
+from sim.sweep import run_sweep
+from sim.sweep_grid import load_sweep
+from sim.sweep_run import scale_rate
+
+GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
+
+
+def trace_head(directory: Path, requests: int) -> Path:
+    """The first `requests` requests of the bundled trace, in its own format."""
+    lines = traces.default_trace().read_text().splitlines(keepends=True)
+    path = directory / f"head{requests}.csv"
+    path.write_text("".join(lines[: requests + 1]))
+    return path
+
+
+def finished(out: Path) -> dict[str, os.stat_result]:
+    """Run directories in place (not the hidden ones a run is staged in) with a summary."""
+    runs = (out / "runs").glob("*/summary.json")
+    return {p.parent.name: p.stat() for p in runs if not p.parent.name.startswith(".")}
+
+
+def test_a_killed_sweep_resumes_without_repeating_finished_runs(tmp_path):
+    trace = trace_head(tmp_path, 2000)
+    command = [sys.executable, "-m", "sim", "sweep", *GRID, "--traces", str(trace),
+               "--jobs", "2", "--out", "sw"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=tmp_path, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(finished(tmp_path / "sw")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)  # the sweep and its workers, mid-run
+    process.wait()
+    before = finished(tmp_path / "sw")
+    assert 2 <= len(before) < 8
+    assert not (tmp_path / "sw" / SWEEP_TABLE).exists()
+
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert f"{8 - len(before)} runs done, {len(before)} already finished" in again.stdout
+    after = finished(tmp_path / "sw")
+    assert len(after) == 8
+    for name, stat in before.items():  # not rewritten: same file, same modification time
+        assert (after[name].st_ino, after[name].st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
+    assert sorted(p.name for p in (tmp_path / "sw" / "runs").iterdir()) == sorted(after)
+    table = pd.read_parquet(tmp_path / "sw" / SWEEP_TABLE)
+    assert len(table) == 8 and table["completed"].eq(2000).all()
+    coordinates = table[["policy", "rate_scale", "seed"]].drop_duplicates()
+    assert len(coordinates) == 8 and set(table["trace"]) == {"head2000"}
+    third = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert "0 runs done, 8 already finished" in third.stdout
+
+
+def test_scale_one_reproduces_sim_run_and_scale_two_compresses_time(tmp_path):
+    trace = trace_head(tmp_path, 300)
+    sweep = load_sweep(None, {"policies": ["locality"], "seeds": [3], "rate_scales": [1, 2],
+                              "traces": [str(trace)], "out": tmp_path / "sw"})  # fmt: skip
+    outcome = run_sweep(sweep)
+    assert (outcome.ran, outcome.skipped) == (2, 0)
+    sim = replay(load_config(None), trace, "locality", 3)
+    one = pd.read_parquet(tmp_path / "sw" / "runs" / "locality-head300-x1-default-seed3"
+                          / "requests.parquet")  # fmt: skip
+    pd.testing.assert_frame_equal(one, sim.table.frame())
+    two = pd.read_parquet(tmp_path / "sw" / "runs" / "locality-head300-x2-default-seed3"
+                          / "requests.parquet")  # fmt: skip
+    assert (two["arrival_s"] == one["arrival_s"] / 2).all()
+    assert two["model"].tolist() == one["model"].tolist()  # same draws, faster arrivals
+    summary = json.loads((tmp_path / "sw" / "runs" / "locality-head300-x2-default-seed3"
+                          / "summary.json").read_text())  # fmt: skip
+    assert summary["sweep"]["rate_scale"] == 2.0 and summary["seed"] == 3
+
+
+def test_scale_rate_divides_arrival_times_only():
+    trace = traces.load(traces.default_trace(), ["m"], seeds.rng(0, "trace"))
+    scaled = scale_rate(trace, 4.0)
+    assert (scaled["arrival_s"] * 4 == trace["arrival_s"]).all()
+    pd.testing.assert_frame_equal(scaled.drop(columns="arrival_s"), trace.drop(columns="arrival_s"))
+
+
+def test_a_sweep_file_with_paths_relative_to_it_and_options_over_it(tmp_path):
+    (tmp_path / "study").mkdir()
+    trace = trace_head(tmp_path / "study", 50)
+    (tmp_path / "study" / "s.toml").write_text(
+        f'policies = ["random"]\nseeds = [4, 7]\ntraces = ["{trace.name}"]\nout = "result"\n'
+    )
+    sweep = load_sweep(tmp_path / "study" / "s.toml", {"seeds": 1})
+    assert sweep.seeds == (0,) and sweep.traces == (trace.resolve(),)
+    assert sweep.out == tmp_path / "study" / "result"
+    assert [p.name for p in sweep.points()] == ["random-head50-x1-default-seed0"]
+
+
+def test_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "SWEEP.toml",
+        "--policies",
+        "--seeds",
+        "--rate-scales",
+        "--traces",
+        "--clusters",
+        "--backend",
+        "--jobs",
+        "--ray-address",
+        "--out",
+        "--quiet",
+    ):
+        assert option in text
+
+
+@pytest.mark.parametrize(
+    ("args", "toml", "expected"),
+    [
+        (["--policies", "random,clairvoyant"], "", "--policies: unknown policy 'clairvoyant'"),
+        (["s.toml"], 'policies = ["fifo"]\n', "s.toml: policies: unknown policy 'fifo'"),
+        (["s.toml"], "seedz = 3\n", "s.toml: unknown key 'seedz'"),
+        (["--seeds", "0"], "", "--seeds: expected a count >= 1"),
+        (["--rate-scales", "1,0"], "", "--rate-scales: expected positive numbers"),
+        (["--rate-scales", "1,fast"], "", "expected a comma-separated list of float"),
+        (["--traces", "missing.csv"], "", "--traces: missing.csv: no such file"),
+        (["--clusters", "missing.toml"], "", "--clusters: missing.toml: no such file"),
+        (["--clusters", "bad.toml"], "", "bad.toml: servers[0].gpus: expected a positive"),
+        (["--traces", "a/t.csv,b/t.csv"], "", "have the same name 't'"),
+        (["--out", "mine"], "", "mine: exists and is not a thaw sweep directory"),
+        (["--jobs", "0"], "", "--jobs: expected a positive integer"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:1"], "", "127.0.0.1:1: cannot connect"),
+    ],
+)
+def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
+    tmp_path, monkeypatch, capsys, args, toml, expected
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(toml)
+    (tmp_path / "bad.toml").write_text("[[servers]]\ngpus = 0\n")
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        trace_head(tmp_path, 5).rename(tmp_path / sub / "t.csv")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("precious")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    try:
+        status = main(["sweep", *args, "--quiet"])
+    except SystemExit as exit_:  # argparse's usage errors
+        status = exit_.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray on 2 CPUs, for this module's Ray tests only (it takes seconds to start)."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_ray_and_local_backends_write_the_same_runs(tmp_path, local_ray):
+    grid = {"policies": ["random", "locality"], "rate_scales": [1, 2], "seeds": 2,
+            "traces": [str(trace_head(tmp_path, 300))]}  # fmt: skip
+    on_ray = run_sweep(load_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
+    local = run_sweep(load_sweep(None, {**grid, "jobs": 1, "out": tmp_path / "local"}))
+    assert (on_ray.ran, local.ran) == (8, 8)
+    table = pd.read_parquet(tmp_path / "ray" / SWEEP_TABLE)
+    assert len(table) == 8 and ray.is_initialized()  # the sweep left the caller's Ray running
+    for run in table["run"]:
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "ray" / run / "requests.parquet"),
+            pd.read_parquet(tmp_path / "local" / run / "requests.parquet"),
+        )
+    again = run_sweep(load_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
+    assert (again.ran, again.skipped) == (0, 8)
