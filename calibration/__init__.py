@@ -9,14 +9,20 @@ arrive with their own issues; until then the simulator runs on the vendor figure
 `sim/defaults/cluster.toml`.
 """
 
-from calibration.format import CheckpointError
-from calibration.reader import DirectIOFallback, buffer_bytes, load
-from calibration.writer import write_checkpoint
+import importlib
 
-__all__ = [
-    "CheckpointError",
-    "DirectIOFallback",
-    "buffer_bytes",
-    "load",
-    "write_checkpoint",
-]
+# Imported on first use, so that `python -m calibration.verify` (no torch) starts fast.
+_EXPORTS = {
+    "CheckpointError": "calibration.format",
+    "DirectIOFallback": "calibration.reader",
+    "buffer_bytes": "calibration.reader",
+    "load": "calibration.reader",
+    "write_checkpoint": "calibration.writer",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

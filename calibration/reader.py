@@ -23,8 +23,9 @@ from pathlib import Path
 
 import torch
 
+from calibration.buffers import host_buffer
 from calibration.checksum import MASK64
-from calibration.direct_io import BLOCK, host_buffer, open_direct, read_fully, round_up
+from calibration.direct_io import BLOCK, open_direct, read_fully, round_up
 from calibration.format import BLOB_NAME, CheckpointError, Index, check_blob_size, read_index
 from calibration.pagecache import resident_fraction
 from calibration.plan import Region, add_piece_sums, check_read, plan_regions

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from calibration.direct_io import BLOCK, aligned_pinned, host_buffer, read_fully, round_up
+from calibration.buffers import aligned_pinned, host_buffer
+from calibration.direct_io import BLOCK, read_fully, round_up
 from calibration.format import Index
 from calibration.plan import Region, add_piece_sums, check_read, plan_regions
 
