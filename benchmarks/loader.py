@@ -56,9 +56,15 @@ CACHE_SUSPECT = 1.15
 
 
 def llama_shapes(size: int) -> dict[str, tuple[int, ...]]:
-    """Embeddings, as many Llama layers as fit in `size` bf16 bytes, final norm and head."""
-    hidden = 2048 if size <= 4 * 2**30 else 4096
-    inter, vocab = hidden * 43 // 16, 32000
+    """Embeddings, as many Llama layers as fit in `size` bf16 bytes, final norm and head.
+
+    The widest Llama hidden size whose embedding and head take at most a quarter of it:
+    2048 for 1 GiB, 4096 (Llama-7B's) from 4 GiB up.
+    """
+    vocab = 32000
+    widths = [width for width in (1024, 2048, 4096) if 4 * vocab * width <= size / 4]
+    hidden = max(widths, default=512)
+    inter = hidden * 43 // 16
     shapes = {"model.embed_tokens.weight": (vocab, hidden)}
     per_layer = 2 * (4 * hidden * hidden + 3 * hidden * inter + 2 * hidden)
     for layer in range(max(1, (size - 4 * vocab * hidden) // per_layer)):
@@ -83,15 +89,18 @@ def make_files(directory: Path, size: int) -> dict[str, Path]:
         "torch.load": base / "model.pt",
         "thaw": base / "thaw",
     }
+    shapes = llama_shapes(size)
     if all(path.exists() for path in files.values()) and is_checkpoint(files["thaw"]):
-        return files
+        written = {entry.name: entry.shape for entry in read_index(files["thaw"]).tensors}
+        if written == shapes:
+            return files
     base.mkdir(parents=True, exist_ok=True)
     generator = torch.Generator().manual_seed(0)
     tensors = {
         name: torch.randint(-(2**15), 2**15, shape, dtype=torch.int16, generator=generator).view(
             torch.bfloat16
         )
-        for name, shape in llama_shapes(size).items()
+        for name, shape in shapes.items()
     }
     save_file(tensors, files["safetensors"])
     torch.save(tensors, files["torch.load"])
