@@ -75,9 +75,9 @@ def load(
     if chunk % BLOCK or threads < 1:
         raise ValueError(f"chunk_bytes must be a multiple of {BLOCK} and threads >= 1")
     dtypes = _torch_dtypes(blob, index)
-    buffer = _destination(index, device, out)
     fds = _open(blob, index, threads, direct)
     try:
+        buffer = _destination(index, device, out)
         if device.type == "cpu":
             sums = _read_into(blob, buffer, plan_regions(index, chunk), fds, chunk)
         else:

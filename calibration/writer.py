@@ -28,7 +28,7 @@ from calibration.format import (
 from calibration.ordering import forward_pass_order
 
 
-def dtype_name(dtype: torch.dtype) -> str:
+def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
@@ -39,7 +39,7 @@ def write_checkpoint(
     if alignment < 8 or alignment & (alignment - 1):
         raise ValueError(f"alignment {alignment} is not a power of two >= 8")
     for name, tensor in tensors.items():
-        if dtype_name(tensor.dtype) not in DTYPE_SIZES:
+        if _dtype_name(tensor.dtype) not in DTYPE_SIZES:
             raise CheckpointError(f"{name}: dtype {tensor.dtype} is not supported")
     if dst.exists() and not is_checkpoint(dst):
         raise CheckpointError(f"{dst}: exists and is not a thaw checkpoint; choose another path")
@@ -71,7 +71,7 @@ def _write_blob(tensors: Mapping[str, torch.Tensor], blob, alignment: int) -> In
         blob.write(bytes(padding))
         position += padding
         blob.write(data)
-        dtype, shape, sums = dtype_name(tensor.dtype), tuple(tensor.shape), _sums(data)
+        dtype, shape, sums = _dtype_name(tensor.dtype), tuple(tensor.shape), _sums(data)
         entries.append(TensorEntry(name, dtype, shape, position, len(data), *sums))
         position += len(data)
     padding = -position % alignment
