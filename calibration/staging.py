@@ -100,9 +100,9 @@ def _pipeline(
         threading.Thread(target=reader, args=(fd, sums), name="thaw-reader", daemon=True)
         for fd, sums in zip(fds, partials, strict=True)
     ]
+    copies = _Copies(dest)
     for thread in threads:
         thread.start()
-    copies = _Copies(dest)
     try:
         for _ in regions:
             item = filled.get()
@@ -112,8 +112,8 @@ def _pipeline(
             copies.start(dest[region.offset : region.offset + region.length], slab, region.length)
             for done in copies.finished(wait_for_one=free.empty()):
                 free.put(done)
-        copies.wait_all()
     finally:
+        copies.wait_all()  # also after a failure: the next load reuses these slabs
         stop.set()
         for _ in threads:
             free.put(None)
