@@ -16,7 +16,7 @@ from calibration.format import BLOB_NAME, read_index
 from calibration.pagecache import evict, resident_fraction
 from calibration.plan import plan_regions
 from calibration.reader import MASK64, choose_direct
-from calibration.staging import stream_staged
+from calibration.staging import _Copies, stream_staged
 
 SHM = Path("/dev/shm")
 
@@ -156,6 +156,31 @@ def test_a_reader_error_stops_the_staged_pipeline(tmp_path):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+class _FakeEvent:
+    def __init__(self, done: bool) -> None:
+        self.done = done
+        self.waited = False
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.waited = self.done = True
+
+
+def test_slabs_return_only_once_their_copy_event_has_fired():
+    """The GPU recycling rule, with stand-in events: done copies free their slabs in
+    order; a copier that would leave the readers without a slab waits for the oldest."""
+    copies = _Copies(torch.empty(0))
+    events = [_FakeEvent(True), _FakeEvent(False), _FakeEvent(True)]
+    copies.pending.extend(zip(events, ["a", "b", "c"], strict=True))
+    assert copies.finished(wait_for_one=False) == ["a"]
+    assert not events[1].waited
+    assert copies.finished(wait_for_one=True) == ["b", "c"]
+    assert events[1].waited
+    assert copies.finished(wait_for_one=True) == []
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
