@@ -186,3 +186,21 @@ def test_convert_cli_end_to_end(tmp_path):
     result = subprocess.run(verify, capture_output=True, text=True, check=False)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "bad JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_non_contiguous_and_shared_tensors_are_written_as_their_values(tmp_path):
+    base = llama_like()["model.embed_tokens.weight"]
+    tensors = {"model.embed_tokens.weight": base, "lm_head.weight": base, "t.weight": base.T}
+    loaded = calibration.load(write(tmp_path, tensors))
+    assert all(same_bits(loaded[name], tensors[name].contiguous()) for name in tensors)
+
+
+def test_a_bad_alignment_is_refused(tmp_path, capsys):
+    with pytest.raises(ValueError, match="power of two"):
+        write(tmp_path, llama_like(), alignment=3000)
+    src = tmp_path / "model.safetensors"
+    save_file(llama_like(), src)
+    with pytest.raises(SystemExit) as exit_info:
+        convert.main([str(src), str(tmp_path / "out"), "--alignment", "12"])
+    assert exit_info.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

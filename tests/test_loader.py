@@ -2,12 +2,15 @@
 
 import errno
 import os
+import tempfile
 import warnings
 from pathlib import Path
 
 import pytest
 import torch
-from checkpoint_support import every_dtype, llama_like, same_bits, write
+from checkpoint_support import DTYPES, every_dtype, llama_like, random_tensor, same_bits, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import calibration
 from calibration.buffers import host_buffer
@@ -209,3 +212,28 @@ def test_cuda_load_reuses_a_device_buffer_and_catches_corruption(tmp_path):
         blob.write(b"\xff")
     with pytest.raises(calibration.CheckpointError, match="corrupted"):
         calibration.load(path, "cuda", out=out)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    specs=st.lists(
+        st.tuples(st.sampled_from(DTYPES), st.lists(st.integers(0, 40), max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    alignment=st.sampled_from([8, 64, 512, 4096]),
+    chunk_kib=st.sampled_from([4, 8, 64]),
+    threads=st.integers(1, 3),
+    mode=st.sampled_from(["direct", "buffered"]),
+)
+def test_any_checkpoint_round_trips_through_any_geometry(
+    specs, alignment, chunk_kib, threads, mode
+):
+    tensors = {
+        f"model.layers.{i}.weight": random_tensor(tuple(shape), dtype, i)
+        for i, (dtype, shape) in enumerate(specs)
+    }
+    with tempfile.TemporaryDirectory() as directory:
+        path = write(Path(directory), tensors, alignment=alignment)
+        loaded = calibration.load(path, mode=mode, threads=threads, chunk_bytes=chunk_kib * 1024)
+        assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
