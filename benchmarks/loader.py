@@ -8,7 +8,8 @@ safetensors file, a PyTorch state dict and a thaw checkpoint, then measures in o
 - raw: an O_DIRECT read of the thaw blob into a pre-faulted aligned buffer, the best
   request size and thread count of a sweep: the physical limit, read only.
 - safetensors `load_file`, `torch.load(weights_only=True)`, and thaw's `load` (into a
-  reused, pre-faulted buffer, as a checkpoint store keeps; "thaw fresh" allocates one).
+  reused, pre-faulted buffer, as a checkpoint store keeps, the one raw reads into;
+  "thaw fresh" allocates one per load).
   Every loader's tensors are then touched through a wide (int64) view, so mmap-backed
   loaders pay what they deferred; the touch is part of each loader's time. "thaw
   no-touch" is the same thaw run timed without it: thaw's load has already read every
@@ -187,12 +188,13 @@ class Bench:
         self.device = device
         self.blob = files["thaw"] / BLOB_NAME
         self.payload = sum(entry.nbytes for entry in read_index(files["thaw"]).tensors)
-        self.raw_buffer = host_buffer(os.path.getsize(self.blob))
         size = calibration.buffer_bytes(files["thaw"])
+        # Raw and (on the CPU) thaw read into the same pre-faulted buffer: on this VM,
+        # O_DIRECT into one buffer ran 35% slower than into another allocated just after
+        # it (1.19 against 1.83 GB/s, medians of 3), presumably where the host placed it.
+        self.host = host_buffer(size)
         self.out = (
-            host_buffer(size)
-            if device == "cpu"
-            else torch.empty(size, dtype=torch.uint8, device=device)
+            self.host if device == "cpu" else torch.empty(size, dtype=torch.uint8, device=device)
         )
         self.seconds: dict[tuple[str, str], list[float]] = {}
         self.thaw_modes: set[str] = set()
@@ -223,7 +225,7 @@ class Bench:
             self.thaw_modes.add(f"{state} {'direct' if direct else 'buffered'}")
         gc.collect()
         if variant == "raw":
-            seconds = raw_read(self.blob, self.raw_buffer, options["chunk"], options["threads"])
+            seconds = raw_read(self.blob, self.host, options["chunk"], options["threads"])
         else:
             load = self.loader(variant, **options)
             started = time.perf_counter()
