@@ -87,6 +87,12 @@ def test_auto_mode_reads_cached_files_through_the_cache_and_cold_ones_directly(t
     evict(str(blob))
     assert resident_fraction(str(blob)) < 0.1
     assert choose_direct(blob, "auto") is True
+    blob.read_bytes()
+    fd = os.open(blob, os.O_RDONLY)
+    os.posix_fadvise(fd, blob.stat().st_size // 2, 0, os.POSIX_FADV_DONTNEED)  # second half
+    os.close(fd)
+    exact, sampled = resident_fraction(str(blob)), resident_fraction(str(blob), samples=32)
+    assert 0.4 < exact < 0.6 and abs(sampled - exact) < 0.1
     with pytest.raises(ValueError, match="mode must be"):
         choose_direct(blob, "fast")
 
