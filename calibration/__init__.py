@@ -1,7 +1,28 @@
-"""Calibration: the real checkpoint loader and token migration, measured on real machines.
+"""Calibration: the real checkpoint loader, measured on real machines.
 
-Nothing here yet: the aligned checkpoint format, the pipelined O_DIRECT loader and
-`python -m calibration.measure` (which writes the hardware profile that `sim` reads)
-arrive with their own issues. Until then the simulator runs on the vendor figures in
+`write_checkpoint` writes thaw's aligned checkpoint format (`calibration.format`),
+`load` streams one onto a device, `calibration.verify.verify` checks one; `python -m
+calibration.convert` and `python -m calibration.verify` are the command-line faces.
+`benchmarks/loader.py` measures the loader against the raw device and today's loaders.
+Token migration and `python -m calibration.measure` (the hardware profile `sim` reads)
+arrive with their own issues; until then the simulator runs on the vendor figures in
 `sim/defaults/cluster.toml`.
 """
+
+import importlib
+
+# Imported on first use, so that `python -m calibration.verify` (no torch) starts fast.
+_EXPORTS = {
+    "CheckpointError": "calibration.format",
+    "DirectIOFallback": "calibration.reader",
+    "buffer_bytes": "calibration.reader",
+    "load": "calibration.reader",
+    "write_checkpoint": "calibration.writer",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

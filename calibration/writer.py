@@ -1,0 +1,104 @@
+"""Write a checkpoint atomically: built in a temporary directory, fsynced, renamed into place.
+
+An interrupted or failed conversion leaves nothing at the destination that looks valid
+(at most a hidden `.NAME.tmp-*` directory if the process is killed outright). An
+existing destination is replaced only if it is itself a thaw checkpoint.
+"""
+
+import os
+import shutil
+import tempfile
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from calibration.checksum import padded_sum64
+from calibration.format import (
+    BLOB_NAME,
+    DEFAULT_ALIGNMENT,
+    DTYPE_SIZES,
+    INDEX_NAME,
+    CheckpointError,
+    Index,
+    TensorEntry,
+    is_checkpoint,
+)
+from calibration.ordering import forward_pass_order
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def write_checkpoint(
+    tensors: Mapping[str, torch.Tensor], dst: Path, alignment: int = DEFAULT_ALIGNMENT
+) -> Index:
+    """Write `tensors` in forward-pass order as a checkpoint directory at `dst`."""
+    if alignment < 8 or alignment & (alignment - 1):
+        raise ValueError(f"alignment {alignment} is not a power of two >= 8")
+    for name, tensor in tensors.items():
+        if _dtype_name(tensor.dtype) not in DTYPE_SIZES:
+            raise CheckpointError(f"{name}: dtype {tensor.dtype} is not supported")
+    if dst.exists() and not is_checkpoint(dst):
+        raise CheckpointError(f"{dst}: exists and is not a thaw checkpoint; choose another path")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.tmp-", dir=dst.parent))
+    try:
+        with open(staging / BLOB_NAME, "wb") as blob:
+            index = _write_blob(tensors, blob, alignment)
+            os.fsync(blob.fileno())
+        with open(staging / INDEX_NAME, "w", encoding="utf-8") as handle:
+            handle.write(index.to_json())
+            handle.flush()
+            os.fsync(handle.fileno())
+        _fsync_directory(staging)
+        _publish(staging, dst)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return index
+
+
+def _write_blob(tensors: Mapping[str, torch.Tensor], blob, alignment: int) -> Index:
+    entries = []
+    position = 0
+    for name in forward_pass_order(list(tensors)):
+        tensor = tensors[name]
+        data = memoryview(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        padding = -position % alignment
+        blob.write(bytes(padding))
+        position += padding
+        blob.write(data)
+        dtype, shape, sums = _dtype_name(tensor.dtype), tuple(tensor.shape), _sums(data)
+        entries.append(TensorEntry(name, dtype, shape, position, len(data), *sums))
+        position += len(data)
+    padding = -position % alignment
+    blob.write(bytes(padding))
+    blob.flush()
+    return Index(alignment, position + padding, tuple(entries))
+
+
+def _sums(data: memoryview) -> tuple[int, int]:
+    return padded_sum64(data), zlib.crc32(data)
+
+
+def _publish(staging: Path, dst: Path) -> None:
+    """Rename the finished directory into place, moving an old checkpoint aside first."""
+    if dst.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
+        os.replace(dst, old / dst.name)
+        os.replace(staging, dst)
+        shutil.rmtree(old)
+    else:
+        os.replace(staging, dst)
+    _fsync_directory(dst.parent)
+
+
+def _fsync_directory(path: Path) -> None:
+    handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
