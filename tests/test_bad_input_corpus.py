@@ -2,13 +2,15 @@
 line on stderr naming the file and the line or key, exit status 2, and nothing written.
 
 Files are named by what they are given as: `trace-*` to --trace, `config-*` to
---cluster, `profile-*` to --profile.
+--cluster, `profile-*` to --profile of `python -m sim run`; `checkpoint-*` (directories)
+to `python -m calibration.verify`.
 """
 
 from pathlib import Path
 
 import pytest
 
+from calibration.verify import main as verify
 from sim.cli import main
 
 BAD = Path(__file__).parent / "data" / "bad"
@@ -55,6 +57,12 @@ WHERE = {
     "profile-string-number.json": "derived.instance_startup_s",
     "profile-wrong-version.json": "version: expected 1",
     "profile-zero-recompute.json": "derived.recompute_tokens_per_s",
+    "checkpoint-corrupt-index": "index.json: bad JSON",
+    "checkpoint-corrupted-byte": "tensors.bin: tensor 'model.embed_tokens.weight' is corrupted",
+    "checkpoint-offset-out-of-bounds": "'lm_head.weight': bytes 16384..24576 lie past the end",
+    "checkpoint-overlapping-tensors": "overlap",
+    "checkpoint-truncated-blob": "tensors.bin: truncated",
+    "checkpoint-unknown-dtype": "unknown dtype 'float7'",
 }
 FLAG = {"trace": "--trace", "config": "--cluster", "profile": "--profile"}
 
@@ -64,7 +72,7 @@ def test_the_corpus_is_complete():
     assert len(WHERE) >= 40
 
 
-@pytest.mark.parametrize("name", sorted(WHERE))
+@pytest.mark.parametrize("name", sorted(n for n in WHERE if not n.startswith("checkpoint-")))
 def test_bad_input_is_refused_in_one_line(tmp_path, capsys, name):
     out = tmp_path / "run"
     flag = FLAG[name.split("-")[0]]
@@ -74,3 +82,14 @@ def test_bad_input_is_refused_in_one_line(tmp_path, capsys, name):
     assert err.count("\n") == 1 and err.startswith("python -m sim run: error: ")
     assert str(BAD / name) in err and WHERE[name] in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WHERE if n.startswith("checkpoint-")))
+def test_a_bad_checkpoint_is_refused_in_one_line(capsys, name):
+    before = sorted(p.name for p in (BAD / name).iterdir())
+    status = verify([str(BAD / name)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("python -m calibration.verify: error: ")
+    assert str(BAD / name) in err and WHERE[name] in err
+    assert sorted(p.name for p in (BAD / name).iterdir()) == before  # nothing written
