@@ -26,6 +26,7 @@ from calibration.format import (
     is_checkpoint,
 )
 from calibration.ordering import forward_pass_order
+from sim.publish import fsync_directory, publish_directory
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -53,8 +54,8 @@ def write_checkpoint(
             handle.write(index.to_json())
             handle.flush()
             os.fsync(handle.fileno())
-        _fsync_directory(staging)
-        _publish(staging, dst)
+        fsync_directory(staging)
+        publish_directory(staging, dst)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -82,23 +83,3 @@ def _write_blob(tensors: Mapping[str, torch.Tensor], blob, alignment: int) -> In
 
 def _sums(data: memoryview) -> tuple[int, int]:
     return padded_sum64(data), zlib.crc32(data)
-
-
-def _publish(staging: Path, dst: Path) -> None:
-    """Rename the finished directory into place, moving an old checkpoint aside first."""
-    if dst.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
-        os.replace(dst, old / dst.name)
-        os.replace(staging, dst)
-        shutil.rmtree(old)
-    else:
-        os.replace(staging, dst)
-    _fsync_directory(dst.parent)
-
-
-def _fsync_directory(path: Path) -> None:
-    handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)

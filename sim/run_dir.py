@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.errors import InputError
+from sim.publish import publish_directory
 
 
 def check_writable(out: Path) -> None:
@@ -35,13 +36,7 @@ def write_run(out: Path, requests: pd.DataFrame, summary: dict, config_toml: str
         for name in os.listdir(staging):
             with open(staging / name, "rb") as handle:
                 os.fsync(handle.fileno())
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-            os.replace(staging, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(staging, out)
+        publish_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

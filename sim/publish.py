@@ -1,0 +1,29 @@
+"""Putting a finished directory in place atomically: the last step of every writer that
+must never leave a half-written result (run directories, checkpoints)."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a directory's entries durable (a rename is not, until its parent is synced)."""
+    handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def publish_directory(staging: Path, dst: Path) -> None:
+    """Rename the finished `staging` directory to `dst`, moving an old `dst` aside first
+    and deleting it only once the new one is in place."""
+    if dst.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
+        os.replace(dst, old / dst.name)
+        os.replace(staging, dst)
+        shutil.rmtree(old)
+    else:
+        os.replace(staging, dst)
+    fsync_directory(dst.parent)
