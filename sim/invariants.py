@@ -28,7 +28,8 @@ def _fail(sim: "Simulation", what: str) -> None:
 
 
 def check_state(sim: "Simulation", previous_now: float) -> None:
-    """The books after an event: time, GPUs, caches, links and the decision indexes."""
+    """The books after an event: time, GPUs, caches (and the loads reading them), links
+    and the decision indexes."""
     if sim.clock.now < previous_now:
         _fail(sim, f"time went back from {previous_now!r}")
     for server in sim.cluster.servers:
@@ -70,6 +71,13 @@ def _check_caches(sim: "Simulation", server) -> None:
         for model in sim.config.models:
             if (model in cache) != (server.id in sim.cluster.holders(model, tier)):
                 _fail(sim, f"server {server.id} {tier}: the holders index is wrong for {model}")
+            loads = server.reading[tier, model]
+            if cache._pins.get(model, 0) != loads or (loads and model not in cache):
+                _fail(
+                    sim,
+                    f"server {server.id} {tier}: {model} has {cache._pins.get(model, 0)} pins "
+                    f"for {loads} loads reading it",
+                )
 
 
 def _check_links(sim: "Simulation", server) -> None:

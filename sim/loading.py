@@ -35,6 +35,7 @@ class CheckpointLoad:
             source = server.cache(self.tier)
             source.touch(model.name)
             source.pin(model.name)
+            server.reading[self.tier, model.name] += 1
 
     @property
     def links(self) -> tuple[str, ...]:
@@ -53,6 +54,7 @@ class CheckpointLoad:
         name, size = self.model.name, self.model.weights
         if self.tier != "remote":
             self.server.cache(self.tier).unpin(name)
+            self.server.reading[self.tier, name] -= 1
         if self.tier == "remote":
             self.server.ssd.admit(name, size)
         self.server.dram.admit(name, size)

@@ -1,5 +1,6 @@
 """One GPU server: its GPUs, DRAM and SSD checkpoint caches, and shared load links."""
 
+from collections import Counter
 from collections.abc import Callable
 
 from sim.cache import CheckpointCache
@@ -29,6 +30,9 @@ class Server:
         self.ssd = CheckpointCache(
             group.ssd, lambda model, held: on_cache_change("ssd", model, server_id, held)
         )
+        # Loads in flight per (tier, model) reading from this server's caches: each pins
+        # its source (the invariant checker holds the caches' pins to these counts).
+        self.reading: Counter[tuple[str, str]] = Counter()
         self.free_gpus = group.gpus
         self.instances: dict[Instance, None] = {}  # every live instance, oldest first
         # Warm instances holding no request, oldest idle first: reclaimed in that order.

@@ -36,3 +36,11 @@ def test_the_cli_reports_a_violation_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert status == 1 and err.count("\n") == 1 and "invariant violated: after" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_pin_left_behind_by_a_load_is_caught(tmp_path, monkeypatch):
+    from sim.cache import CheckpointCache
+
+    monkeypatch.setattr(CheckpointCache, "unpin", lambda self, model: None)
+    with pytest.raises(InvariantError, match="pins"):
+        simulate(tiny_config(tmp_path, ssd_a="[0]"), ROWS, check=True)
