@@ -255,23 +255,26 @@ def _occupancy(starts: np.ndarray, ends: np.ndarray, grid: np.ndarray) -> np.nda
     )
 
 
-def timeline(requests: pd.DataFrame, title: str, gpu_utilisation: float | None) -> Figure:
+def timeline(
+    requests: pd.DataFrame,
+    instances: pd.DataFrame,
+    gpus: int,
+    title: str,
+    gpu_utilisation: float | None,
+) -> Figure:
     """One run over time: requests by stage (waiting for a placement, waiting for their
-    instance to start, being served) and instances starting, by source tier.
-
-    A run directory records requests, not instances, so an instance starting is counted
-    once per distinct (server, model, ready time) among its requests, from its first
-    request's placement (start-up, load, and any wait for migrations making room) until
-    it is ready.
-    """
+    instance to start, being served), the GPUs instances hold (starting, or warm) against
+    the cluster's, and the warm instances (the run's instances.parquet)."""
     done = requests[requests["status"] == "done"]
     arrival = done["arrival_s"].to_numpy()
     placed = arrival + done["queue_s"].to_numpy()
     ready = placed + done["startup_s"].to_numpy()
     end = arrival + done["e2e_s"].to_numpy()
-    grid = np.linspace(0, end.max(), 2000)
+    grid = np.linspace(0, max(end.max(), instances["ended_s"].max()), 2000)
     minutes = grid / 60
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6), sharex=True, layout="constrained")
+    fig, (top, middle, bottom) = plt.subplots(
+        3, 1, figsize=(11, 8), sharex=True, layout="constrained"
+    )
     stages = {
         "waiting for a placement": (arrival, placed, "#bdbdbd"),
         "waiting for its instance to start": (placed, ready, "#4292c6"),
@@ -280,41 +283,33 @@ def timeline(requests: pd.DataFrame, title: str, gpu_utilisation: float | None) 
     counts = [_occupancy(s, e, grid) for s, e, _ in stages.values()]
     top.stackplot(minutes, counts, labels=list(stages), colors=[c for *_, c in stages.values()])
     top.set_ylabel("requests in the system")
-    top.legend(loc="upper right", fontsize=8)
-    cold = (done["tier"].isin(LOAD_TIERS) & (done["startup_s"] > 0)).to_numpy()
-    starts = pd.DataFrame(
-        {
-            "server": done["server"].to_numpy()[cold],
-            "model": done["model"].astype(str).to_numpy()[cold],
-            "tier": done["tier"].astype(str).to_numpy()[cold],
-            "placed": placed[cold],
-            "ready": ready[cold].round(6),
-        }
-    )
-    instances = starts.groupby(["server", "model", "ready"], as_index=False).agg(
-        placed=("placed", "min"), tier=("tier", "first")
-    )
-    starting = [
-        _occupancy(
-            instances.loc[instances["tier"] == tier, "placed"].to_numpy(),
-            instances.loc[instances["tier"] == tier, "ready"].to_numpy(),
-            grid,
-        )
-        for tier in LOAD_TIERS
-    ]
-    bottom.stackplot(
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    held = instances["gpus"].to_numpy()
+    allocated = np.repeat(instances["allocated_s"].to_numpy(), held)
+    warm_from = np.repeat(instances["ready_s"].fillna(instances["ended_s"]).to_numpy(), held)
+    ended = np.repeat(instances["ended_s"].to_numpy(), held)
+    middle.stackplot(
         minutes,
-        starting,
-        labels=[f"loading from {TIER_NAMES[t]}" for t in LOAD_TIERS],
-        colors=[TIER_COLOURS[t] for t in LOAD_TIERS],
+        [_occupancy(allocated, warm_from, grid), _occupancy(warm_from, ended, grid)],
+        labels=["starting (start-up + load)", "warm (serving or kept alive)"],
+        colors=["#4292c6", "#fdae6b"],
     )
-    bottom.set_ylabel("instances starting\n(start-up + load)")
+    middle.axhline(gpus, color="black", linewidth=1, linestyle="--", label="the cluster's GPUs")
+    middle.set_ylabel("GPUs held")
+    middle.set_ylim(0, gpus * 1.15)
+    middle.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    warm = instances.dropna(subset=["ready_s"])
+    bottom.plot(
+        minutes,
+        _occupancy(warm["ready_s"].to_numpy(), warm["ended_s"].to_numpy(), grid),
+        color="#d94801",
+    )
+    bottom.set_ylabel("warm instances")
     bottom.set_xlabel("simulated time (minutes)")
-    bottom.legend(loc="upper right", fontsize=8)
     note = (
         ""
         if gpu_utilisation is None
-        else (f"; GPUs held by instances {gpu_utilisation:.0%} of the run, keep-alive included")
+        else f"(instances held {gpu_utilisation:.0%} of the GPU time, keep-alive included)"
     )
-    fig.suptitle(f"One run over time: {title}\n(instances counted from their requests{note})")
+    fig.suptitle(f"One run over time: {title}\n{note.strip()}")
     return fig

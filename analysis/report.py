@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from analysis import plots
 from analysis.load import SETTING, AnalysisInputError, Runs
 from analysis.stats import cost, over_seeds, slo_attainment
-from sim.results import CONFIG, LOAD_TIERS
+from sim.results import CONFIG, INSTANCES, LOAD_TIERS
 
 REPORT = "report.md"
 REQUEST_COLUMNS = [
@@ -139,7 +139,13 @@ def _figures(
             "timeline",
             f"One run over time ({run_title}: the lowest mean p99 at the "
             "highest load, its first seed).",
-            lambda: plots.timeline(requests[at], f"{title}, {run_title}", gpu_utilisation(one)),
+            lambda: plots.timeline(
+                requests[at],
+                pd.read_parquet(Path(one["path"]) / INSTANCES),
+                _gpus(Path(one["path"])),
+                f"{title}, {run_title}",
+                gpu_utilisation(one),
+            ),
         )
     )
     return figures

@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         until=args.until,
     )
     summary = summarize(sim, args.policy, args.seed, Path(trace_path))
-    write_run(out, sim.table.frame(), summary, config.to_toml())
+    write_run(out, sim.table.frame(), sim.cluster.log.frame(), summary, config.to_toml())
     if not args.quiet:
         print(_table(summary))
         print(f"{'run directory':<18} {out}")

@@ -14,6 +14,7 @@ from sim.clock import Clock
 from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
+from sim.instance_log import InstanceLog
 from sim.loading import LINKS, fastest_tier
 from sim.server import Server
 
@@ -49,6 +50,7 @@ class Cluster:
             for name, spec in config.models.items()
         }
         self.gpu_seconds = 0.0
+        self.log = InstanceLog()
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
@@ -182,7 +184,7 @@ class Cluster:
         server = self.servers[instance.server]
         need = instance.model.gpus
         while server.free_gpus < need and server.idle:
-            self.stop(next(iter(server.idle)))
+            self.stop(next(iter(server.idle)), "reclaimed")
         lacking = need - min(need, server.free_gpus)
         pledged = []
         for other in leaving or ():
@@ -210,11 +212,11 @@ class Cluster:
         server.idle_gpus -= instance.model.gpus
         self._reindex(server)
 
-    def stop(self, instance: Instance) -> None:
+    def stop(self, instance: Instance, why: str) -> None:
         """Stop an idle instance: its GPUs are freed, its checkpoint stays in DRAM."""
         self.mark_busy(instance)
         instance.stop()
-        self.retire(instance)
+        self.retire(instance, why)
 
     def charge_running(self, exclude: Container[Instance]) -> None:
         """Count the GPU time of instances still running when a run is cut short (those
@@ -223,10 +225,12 @@ class Cluster:
             for i in server.instances:
                 if i not in exclude:
                     self.gpu_seconds += i.model.gpus * (self._clock.now - i.allocated_at)
+                    self.log.ended(i, self._clock.now, "running")
 
-    def retire(self, instance: Instance, pledged: int = 0) -> None:
+    def retire(self, instance: Instance, why: str, pledged: int = 0) -> None:
         """Take a stopped instance off the books, freeing its GPUs but those it pledged
-        to an instance waiting for them."""
+        to an instance waiting for them; `why` goes to the instance log."""
+        self.log.ended(instance, self._clock.now, why)
         server = self.servers[instance.server]
         if instance.model.gpus > pledged:
             server.free_gpus += instance.model.gpus - pledged

@@ -1,6 +1,7 @@
 """The results schema, shared by the writers in `sim` and the readers in `analysis`.
 
-A run directory holds `requests.parquet`, `summary.json` and `config.toml`; a sweep
+A run directory holds `requests.parquet`, `instances.parquet`, `summary.json` and
+`config.toml`; a sweep
 directory holds `sweep.parquet` (one row per run) and `runs/<run>/`. This module says
 what those names are and how one summary becomes one table row, so that a sweep's table
 and `analysis` agree. It imports nothing of the simulator: `analysis` may import it.
@@ -13,6 +14,7 @@ from typing import Any
 from sim.request_table import START_TIERS, STATUSES
 
 REQUESTS = "requests.parquet"
+INSTANCES = "instances.parquet"
 SUMMARY = "summary.json"
 CONFIG = "config.toml"
 SWEEP_TABLE = "sweep.parquet"
@@ -23,6 +25,7 @@ COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
 __all__ = [
     "CONFIG",
     "COORDINATES",
+    "INSTANCES",
     "LOAD_TIERS",
     "REQUESTS",
     "START_TIERS",

@@ -15,6 +15,7 @@ import pandas as pd
 
 from sim.errors import InputError
 from sim.publish import publish_directory
+from sim.results import INSTANCES, REQUESTS
 
 
 def check_writable(out: Path) -> None:
@@ -23,12 +24,19 @@ def check_writable(out: Path) -> None:
         raise InputError(f"{out}: exists and is not a thaw run directory; choose another --out")
 
 
-def write_run(out: Path, requests: pd.DataFrame, summary: dict, config_toml: str) -> None:
+def write_run(
+    out: Path,
+    requests: pd.DataFrame,
+    instances: pd.DataFrame,
+    summary: dict,
+    config_toml: str,
+) -> None:
     check_writable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        requests.to_parquet(staging / "requests.parquet", index=False)
+        requests.to_parquet(staging / REQUESTS, index=False)
+        instances.to_parquet(staging / INSTANCES, index=False)
         (staging / "config.toml").write_text(config_toml, encoding="utf-8")
         (staging / "summary.json").write_text(
             json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"

@@ -219,7 +219,7 @@ class Simulation:
     def source_left(self, migration: Migration) -> None:
         source = migration.source
         del self._migration_of[source]
-        self.cluster.retire(source, self._pledged.pop(source))
+        self.cluster.retire(source, "migrated", self._pledged.pop(source))
         held = self._held[migration.waiting]
         held[0] -= 1
         if held[0] == 0:
@@ -239,7 +239,7 @@ class Simulation:
     def _preempt(self, victim: Instance) -> None:
         """Stop `victim` now; its requests go back to the queue, their progress lost."""
         moved = victim.detach()
-        self.cluster.retire(victim)
+        self.cluster.retire(victim, "preempted")
         self.preemptions += 1
         queue = self._waiting.setdefault(victim.model.name, deque())
         for h in moved:
@@ -269,7 +269,7 @@ class Simulation:
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
-        self.cluster.stop(instance)
+        self.cluster.stop(instance, "expired")
 
     # --- waiting requests ---
 

@@ -134,7 +134,13 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
         if progress is not None:
             progress(skipped, len(points))
         for done, output in enumerate(execute(todo), start=skipped + 1):
-            write_run(runs / output.point.name, output.requests, output.summary, output.config_toml)
+            write_run(
+                runs / output.point.name,
+                output.requests,
+                output.instances,
+                output.summary,
+                output.config_toml,
+            )
             if progress is not None:
                 progress(done, len(points))
     table = collect(sweep)

@@ -23,6 +23,7 @@ from sim.sweep_grid import RunPoint
 class RunOutput:
     point: RunPoint
     requests: pd.DataFrame
+    instances: pd.DataFrame
     summary: dict
     config_toml: str
 
@@ -44,4 +45,4 @@ def simulate(point: RunPoint, config: ClusterConfig) -> RunOutput:
     sim.run()
     summary = summarize(sim, point.policy, point.seed, trace_path)
     summary["sweep"] = point.record()
-    return RunOutput(point, sim.table.frame(), summary, config.to_toml())
+    return RunOutput(point, sim.table.frame(), sim.cluster.log.frame(), summary, config.to_toml())

@@ -41,10 +41,10 @@ def test_a_default_run_writes_a_complete_run_directory(tmp_path):
     assert s["requests"] == s["completed"] == 8819
     requests = pd.read_parquet(out / "requests.parquet")
     assert len(requests) == 8819 and (requests["status"] == "done").all()
-    parts = requests[["queue_s", "startup_s", "migration_pause_s", "prefill_s"]].sum(axis=1)
+    parts = requests[["queue_s", "startup_s", "prefill_s"]].sum(axis=1)
     assert (parts - requests["ttft_s"]).abs().max() < 1e-9
-    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "requests.parquet",
-                                                     "summary.json"]  # fmt: skip
+    files = ["config.toml", "instances.parquet", "requests.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == files
 
 
 def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_path):

@@ -19,6 +19,7 @@ def assert_complete_or_absent(out):
         return
     assert sorted(p.name for p in out.iterdir()) == [
         "config.toml",
+        "instances.parquet",
         "requests.parquet",
         "summary.json",
     ]

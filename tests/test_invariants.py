@@ -3,6 +3,7 @@
 import pytest
 from conftest import simulate, tiny_config
 
+from sim.cache import CheckpointCache
 from sim.cli import main
 from sim.cluster import Cluster
 from sim.invariants import InvariantError
@@ -39,8 +40,6 @@ def test_the_cli_reports_a_violation_in_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_a_pin_left_behind_by_a_load_is_caught(tmp_path, monkeypatch):
-    from sim.cache import CheckpointCache
-
     monkeypatch.setattr(CheckpointCache, "unpin", lambda self, model: None)
     with pytest.raises(InvariantError, match="pins"):
         simulate(tiny_config(tmp_path, ssd_a="[0]"), ROWS, check=True)

@@ -1,0 +1,51 @@
+"""Every instance's life, for plots over time: one row an instance, written as
+`instances.parquet` beside the requests.
+
+Instances are few next to requests (one per cold start), so a row each costs nothing;
+it is what lets `analysis` draw GPUs held and warm instances over time.
+"""
+
+import numpy as np
+import pandas as pd
+
+from sim.instance import Instance
+
+# Why an instance's GPUs were freed.
+ENDS = ("expired", "reclaimed", "migrated", "preempted", "running")
+
+
+class InstanceLog:
+    def __init__(self) -> None:
+        self._rows: list[tuple] = []
+
+    def ended(self, instance: Instance, at: float, why: str) -> None:
+        self._rows.append(
+            (
+                instance.id,
+                instance.model.name,
+                instance.server,
+                instance.model.gpus,
+                instance.tier,
+                instance.allocated_at,
+                instance.ready_at,
+                at,
+                ENDS.index(why),
+            )
+        )
+
+    def frame(self) -> pd.DataFrame:
+        columns = [
+            "instance",
+            "model",
+            "server",
+            "gpus",
+            "tier",
+            "allocated_s",
+            "ready_s",
+            "ended_s",
+            "end",
+        ]
+        frame = pd.DataFrame(self._rows, columns=columns).sort_values("instance")
+        frame["ready_s"] = frame["ready_s"].replace(np.inf, np.nan)
+        frame["end"] = pd.Categorical.from_codes(frame["end"].to_numpy(dtype=int), ENDS)
+        return frame.reset_index(drop=True)
