@@ -26,6 +26,7 @@ from sim.clock import Clock, Timer
 from sim.config import ModelSpec
 
 STARTING, LOADING, WARM, STOPPED = "starting", "loading", "warm", "stopped"
+STARTING_ROOM = -1  # `room_key` of a starting or loading instance with room
 
 
 class InstanceEvents(Protocol):
@@ -114,6 +115,16 @@ class Instance:
             and not (self._reserved or self._migrating)
             and self.load < self.model.max_batch
         )
+
+    def room_key(self) -> int | None:
+        """Where a join would file it: its load if warm with room, STARTING_ROOM if
+        starting with room, None if it has no room (inlined: it runs twice a request)."""
+        if self.state == STOPPED or self._reserved or self._migrating:
+            return None
+        load = len(self._prefill) + len(self._decoding)
+        if load >= self.model.max_batch:
+            return None
+        return load if self.state == WARM else STARTING_ROOM
 
     @property
     def is_idle(self) -> bool:

@@ -17,6 +17,7 @@ import pandas as pd
 
 START_TIERS = ("warm", "dram", "ssd", "remote")
 STATUSES = ("pending", "done", "dropped", "timeout")
+_PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
 
 
 class RequestTable:
@@ -60,12 +61,17 @@ class RequestTable:
 
     def first_token(self, i: int, now: float, ready_at: float) -> None:
         """Split the TTFT: queue (to placement), startup (waiting for the instance), prefill."""
-        placed = self.placed_at[i]
-        if np.isnan(self.startup_s[i]):  # else fixed when it moved before its prefill
-            self.startup_s[i] = max(placed, ready_at) - placed
-        self.queue_s[i] = placed - self.arrival[i]
-        self.prefill_s[i] = now - placed - self.startup_s[i]
-        self.ttft_s[i] = now - self.arrival[i]
+        # Python floats, not numpy scalars: this runs once a request, and numpy's scalar
+        # arithmetic costs several times Python's.
+        placed = self.placed_at.item(i)
+        arrival = self.arrival.item(i)
+        startup = self.startup_s.item(i)
+        if startup != startup:  # NaN; else fixed when it moved before its prefill
+            startup = max(placed, ready_at) - placed
+            self.startup_s[i] = startup
+        self.queue_s[i] = placed - arrival
+        self.prefill_s[i] = now - placed - startup
+        self.ttft_s[i] = now - arrival
 
     def moved_before_prefill(self, i: int, ready_at: float) -> None:
         """Migrated before its prefill: its startup ended when its first instance was ready."""
@@ -100,17 +106,17 @@ class RequestTable:
 
     def done(self, i: int, now: float, generated: float) -> None:
         """Request `i` ended; `generated` tokens came from the instance that finished it."""
-        if self.status[i] != 0:
+        if self.status.item(i) != _PENDING:
             raise RuntimeError(f"request #{i} ended twice; this is a bug in thaw")
-        self.generated[i] += generated
-        wanted = self.output_tokens[i]
-        if abs(self.generated[i] - wanted) > 1e-6 * wanted:
+        total = self.generated.item(i) + generated
+        self.generated[i] = total
+        wanted = self.output_tokens.item(i)
+        if abs(total - wanted) > 1e-6 * wanted:
             raise RuntimeError(
-                f"request #{i} ended with {self.generated[i]} of its {wanted} tokens; "
-                "this is a bug in thaw"
+                f"request #{i} ended with {total} of its {wanted} tokens; this is a bug in thaw"
             )
-        self.e2e_s[i] = now - self.arrival[i]
-        self.status[i] = STATUSES.index("done")
+        self.e2e_s[i] = now - self.arrival.item(i)
+        self.status[i] = _DONE
 
     def time_out_pending(self) -> None:
         """The run stopped at its time limit: what has not ended, ends as `timeout`."""

@@ -10,9 +10,9 @@ grow with creation, so the oldest is the first.
 
 from bisect import bisect_left, insort
 
-from sim.instance import WARM, Instance
+from sim.instance import STARTING_ROOM, Instance
 
-_STARTING = -1  # the bucket of starting and loading instances
+_STARTING = STARTING_ROOM  # the bucket of starting and loading instances
 
 
 class RoomIndex:
@@ -27,9 +27,7 @@ class RoomIndex:
 
     def update(self, instance: Instance) -> None:
         """File `instance` where its current load and state put it."""
-        key = None
-        if instance.has_room:
-            key = instance.load if instance.state == WARM else _STARTING
+        key = instance.room_key()
         old = self._bucket_of.get(instance.id)
         if key == old:
             return
