@@ -5,11 +5,15 @@ instance to join are: start on a server whose DRAM or SSD holds the checkpoint a
 room; make room on such a holder by migrating running instances away (the cheapest set,
 as in `migration`); or start on a server without the checkpoint, loading it from the
 remote store. `policies.estimator` prices each (link queueing, bytes over the tier's
-bandwidth, start-up cost, migration rounds and the destinations' own loads). All holders
-are priced; servers without the checkpoint are priced up to `REMOTE_PROBES` of them, in
-the cluster's candidate order (best fit first), so a decision costs the same on 16 or
+bandwidth, start-up cost, migration rounds and the destinations' own loads). Up to
+`HOLDER_PROBES` holders per tier are priced (in the index's order: on a big cluster a
+popular checkpoint sits in hundreds of DRAM caches, and pricing them all made decisions
+grow with the cluster), and up to `REMOTE_PROBES` servers without the checkpoint, in the
+cluster's candidate order (best fit first), so a decision costs about the same on 16 or
 1,024 servers. Ties go to the lower server id. The chosen estimate is recorded.
 """
+
+from itertools import islice
 
 from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
 from policies.displacement import cheapest_moves, first_round_cost
@@ -18,6 +22,7 @@ from policies.estimator import migration_start_s, start_s
 
 @register("startup-aware")
 class StartupAware(Policy):
+    HOLDER_PROBES = 16  # per tier
     REMOTE_PROBES = 8
 
     def place(self, request: Request, view: ClusterView) -> Decision:
@@ -25,7 +30,7 @@ class StartupAware(Policy):
         options: list[Start] = []
         holders: set[int] = set()
         for tier in ("dram", "ssd"):
-            for s in view.holders(model, tier):
+            for s in islice(view.holders(model, tier), self.HOLDER_PROBES):
                 if s not in holders:
                     holders.add(s)
                     options.extend(self._options_on(view, s, model))
