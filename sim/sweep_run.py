@@ -12,9 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 import traces
-from sim import seeds
 from sim.config import ClusterConfig
-from sim.simulator import Simulation
+from sim.replay import replay
 from sim.summary import summarize
 from sim.sweep_grid import RunPoint
 
@@ -28,21 +27,12 @@ class RunOutput:
     config_toml: str
 
 
-def scale_rate(trace: pd.DataFrame, rate_scale: float) -> pd.DataFrame:
-    """The trace at `rate_scale` times its arrival rate: arrival times divided by it."""
-    return trace.assign(arrival_s=trace["arrival_s"] / rate_scale)
-
-
 def simulate(point: RunPoint, config: ClusterConfig) -> RunOutput:
-    """Run `point`; the same seed draws the same models and policy choices as `sim run`."""
+    """Run `point` as `sim run` would (the same seed draws the same models and policy
+    choices), its trace time-compressed by the rate scale."""
     trace_path = Path(point.trace_path)
-    trace = traces.load(
-        trace_path, list(config.models), seeds.rng(point.seed, "trace"), config.zipf_exponent
-    )
-    sim = Simulation(
-        config, scale_rate(trace, point.rate_scale), point.policy, seeds.rng(point.seed, "policy")
-    )
-    sim.run()
+    options = traces.Options(compress=point.rate_scale)
+    sim = replay(config, trace_path, point.policy, point.seed, trace_options=options)
     summary = summarize(sim, point.policy, point.seed, trace_path)
     summary["sweep"] = point.record()
     return RunOutput(point, sim.table.frame(), sim.cluster.log.frame(), summary, config.to_toml())

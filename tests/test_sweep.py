@@ -20,7 +20,6 @@ from sim.replay import replay
 from sim.results import SWEEP_TABLE
 from sim.sweep import run_sweep
 from sim.sweep_grid import load_sweep
-from sim.sweep_run import scale_rate
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 
@@ -89,9 +88,11 @@ def test_scale_one_reproduces_sim_run_and_scale_two_compresses_time(tmp_path):
     assert summary["sweep"]["rate_scale"] == 2.0 and summary["seed"] == 3
 
 
-def test_scale_rate_divides_arrival_times_only():
+def test_a_rate_scale_divides_arrival_times_only():
     trace = traces.load(traces.default_trace(), ["m"], seeds.rng(0, "trace"))
-    scaled = scale_rate(trace, 4.0)
+    scaled = traces.load(
+        traces.default_trace(), ["m"], seeds.rng(0, "trace"), options=traces.Options(compress=4.0)
+    )
     assert (scaled["arrival_s"] * 4 == trace["arrival_s"]).all()
     pd.testing.assert_frame_equal(scaled.drop(columns="arrival_s"), trace.drop(columns="arrival_s"))
 
