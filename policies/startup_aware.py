@@ -5,15 +5,14 @@ instance to join are: start on a server whose DRAM or SSD holds the checkpoint a
 room; make room on such a holder by migrating running instances away (the cheapest set,
 as in `migration`); or start on a server without the checkpoint, loading it from the
 remote store. `policies.estimator` prices each (link queueing, bytes over the tier's
-bandwidth, start-up cost, migration rounds and the destinations' own loads). Up to
-`HOLDER_PROBES` holders per tier are priced (in the index's order: on a big cluster a
-popular checkpoint sits in hundreds of DRAM caches, and pricing them all made decisions
-grow with the cluster), and up to `REMOTE_PROBES` servers without the checkpoint, in the
-cluster's candidate order (best fit first), so a decision costs about the same on 16 or
-1,024 servers. Ties go to the lower server id. The chosen estimate is recorded.
+bandwidth, start-up cost, migration rounds and the destinations' own loads). Per tier,
+up to `HOLDER_PROBES` holders with room are priced, and as many busy holders for a
+migration (on a big cluster a popular checkpoint sits in hundreds of DRAM caches, and
+pricing them all made decisions grow with the cluster; finding those with room is a
+cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, in the
+cluster's candidate order (best fit first). Ties go to the lower server id. The chosen
+estimate is recorded.
 """
-
-from itertools import islice
 
 from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
 from policies.displacement import cheapest_moves, first_round_cost
@@ -30,10 +29,14 @@ class StartupAware(Policy):
         options: list[Start] = []
         holders: set[int] = set()
         for tier in ("dram", "ssd"):
-            for s in islice(view.holders(model, tier), self.HOLDER_PROBES):
-                if s not in holders:
-                    holders.add(s)
-                    options.extend(self._options_on(view, s, model))
+            tier_holders = [s for s in view.holders(model, tier) if s not in holders]
+            holders.update(tier_holders)
+            ready = [s for s in tier_holders if view.can_start(s, model)]
+            busy = [s for s in tier_holders if not view.can_start(s, model)]
+            for s in ready[: self.HOLDER_PROBES]:
+                options.append(Start(s, start_s(view, s, model)))
+            for s in busy[: self.HOLDER_PROBES]:
+                options.extend(self._migration_option(view, s, model))
         probed = 0
         for s in view.candidates(model):
             if probed == self.REMOTE_PROBES:
@@ -46,9 +49,7 @@ class StartupAware(Policy):
         return min(options, key=lambda o: (o.estimate_s, o.server))
 
     @staticmethod
-    def _options_on(view: ClusterView, server: int, model: str) -> list[Start]:
-        if view.can_start(server, model):
-            return [Start(server, start_s(view, server, model))]
+    def _migration_option(view: ClusterView, server: int, model: str) -> list[Start]:
         found = cheapest_moves(view, server, model, first_round_cost(view, server))
         if found is None:
             return []

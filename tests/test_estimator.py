@@ -66,3 +66,14 @@ def test_the_estimate_includes_the_wait_on_a_shared_link(tmp_path):
     sim = simulate(tiny_config(tmp_path), [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "startup-aware")
     assert sim.table.server[1] == 0
     assert sim.table.estimate_s[1] == sim.table.startup_s[1] == 9.0
+
+
+def test_startup_aware_finds_a_free_holder_beyond_its_probes(tmp_path):
+    # 20 of 30 one-GPU servers hold a on SSD; 20 long requests fill them one by one.
+    # More holders than HOLDER_PROBES: a free one must still be found, never a remote load.
+    config = tiny_config(
+        tmp_path, count=30, gpus=1, max_batch=1, ssd_a=str(list(range(20))), keep_alive=0.0
+    )
+    rows = [(0.01 * i, "a", 1024, 2000) for i in range(20)]
+    sim = simulate(config, rows, "startup-aware", check=True)
+    assert sim.loads_by_tier == {"dram": 0, "ssd": 20, "remote": 0}
