@@ -27,6 +27,7 @@ class Timer:
         if not self.cancelled:
             clock = self._clock
             clock.fired += 1
+            clock.last_event_s = clock.env.now
             self._fn(*self._args)
             if clock.after_event is not None:
                 clock.after_event(self._fn)
@@ -38,6 +39,7 @@ class Clock:
     def __init__(self) -> None:
         self.env = simpy.Environment()
         self.fired = 0
+        self.last_event_s = 0.0  # when the latest live event fired
         # Called with each event's function after it ran (the invariant checker's hook).
         self.after_event: Callable[[Callable[..., Any]], None] | None = None
 

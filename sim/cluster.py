@@ -7,7 +7,7 @@ class is also the policies' read-only `ClusterView`.
 """
 
 from bisect import bisect_left, insort
-from collections.abc import Container, Iterator
+from collections.abc import Iterator, Mapping
 
 from policies.base import RoundCost, Running
 from sim.clock import Clock
@@ -218,14 +218,14 @@ class Cluster:
         instance.stop()
         self.retire(instance, why)
 
-    def charge_running(self, exclude: Container[Instance]) -> None:
-        """Count the GPU time of instances still running when a run is cut short (those
-        in `exclude` have no GPUs of their own yet)."""
+    def charge_running(self, pledged_to: Mapping[Instance, int]) -> None:
+        """Count the GPU time of instances still running when a run is cut short (an
+        instance waiting for migrations holds only the GPUs not `pledged_to` it)."""
         for server in self.servers:
             for i in server.instances:
-                if i not in exclude:
-                    self.gpu_seconds += i.model.gpus * (self._clock.now - i.allocated_at)
-                    self.log.ended(i, self._clock.now, "running")
+                own = i.model.gpus - pledged_to.get(i, 0)
+                self.gpu_seconds += own * (self._clock.now - i.allocated_at)
+                self.log.ended(i, self._clock.now, "running")
 
     def retire(self, instance: Instance, why: str, pledged: int = 0) -> None:
         """Take a stopped instance off the books, freeing its GPUs but those it pledged

@@ -60,6 +60,7 @@ class Simulation:
         self._held: dict[Instance, list] = {}
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
+        self._held_pledged: dict[Instance, int] = {}  # GPUs pledged to each held instance
         self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
         self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
         self.migrations = 0
@@ -73,11 +74,11 @@ class Simulation:
     # --- arrivals and routing ---
 
     def run(self, until: float | None = None) -> None:
-        """Simulate to the end, or to simulated time `until`: requests unfinished then end
-        as `timeout`. Python's cyclic garbage collector is paused meanwhile: the event
-        loop makes no reference cycles (its garbage is freed by reference counting), and
-        each full collection would walk every live object, so its cost grew with the
-        cluster (on 1,024 servers it halved the speed)."""
+        """Simulate to the end, or to simulated time `until` if the end comes later:
+        requests unfinished then end as `timeout`. Python's cyclic garbage collector is
+        paused meanwhile: the event loop makes no reference cycles (its garbage is freed
+        by reference counting), and each full collection would walk every live object,
+        so its cost grew with the cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
             self.clock.call_in(self.table.arrival[0], self._arrive, 0)
@@ -89,11 +90,16 @@ class Simulation:
             if paused:
                 gc.enable()
         self.wall_s = time.perf_counter() - started
-        if until is not None:
+        if until is not None and self._unfinished():
             self.stopped_at = until
             self.table.time_out_pending()
-            self.cluster.charge_running(exclude=self._held)
+            self.cluster.charge_running(pledged_to=self._held_pledged)
         check_outcome(self)
+
+    def _unfinished(self) -> bool:
+        """Whether a request or an instance is still alive (the run was cut short)."""
+        pending = (self.table.status == 0).any()
+        return bool(pending) or any(server.instances for server in self.cluster.servers)
 
     def _audit_every_event(self) -> None:
         """Check the books after every event; a violation names the event."""
@@ -194,11 +200,16 @@ class Simulation:
                 on_ready()
 
         def start() -> None:
+            # While it waited, it held only the GPUs not pledged by leaving instances
+            # (those were charged to them until they left).
+            own = spec.gpus - self._held_pledged.pop(instance, 0)
+            self.cluster.gpu_seconds += own * (self.clock.now - instance.allocated_at)
             instance.allocated_at = self.clock.now
             load.start_in(self.config.instance_startup_s, ready)
 
         if leaving:
             self._held[instance] = [len(leaving), start]
+            self._held_pledged[instance] = sum(pledged)
         else:
             start()
         return instance

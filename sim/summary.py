@@ -79,7 +79,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "wasted_tokens": t.wasted_tokens,
         **_estimator_error(t.estimate_s, t.startup_s),
         "gpu_seconds": sim.cluster.gpu_seconds,
-        "simulated_s": sim.clock.now,
+        "simulated_s": sim.clock.last_event_s if sim.stopped_at is None else sim.stopped_at,
         "events": sim.clock.fired,
         "events_per_request": sim.clock.fired / t.n if t.n else None,
         "sim_wall_s": sim.wall_s,

@@ -38,3 +38,10 @@ def test_bad_limits_are_refused_in_one_line(tmp_path, capsys, flags, message):
     err = capsys.readouterr().err
     assert status == 2 and message in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_time_limit_after_the_end_cuts_nothing(tmp_path):
+    status, out = run(tmp_path, "--max-requests", "200", "--until", "1e7")
+    summary = json.loads((out / "summary.json").read_text())
+    assert status == 0 and summary["stopped_at_s"] is None and summary["timed_out"] == 0
+    assert summary["simulated_s"] < 1e7

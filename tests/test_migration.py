@@ -5,8 +5,12 @@ request for a arrives. Starting a on server 1 means a slow remote load (16 s); m
 b to server 1 (which holds b on its SSD) frees server 0 for a fast SSD load of a.
 """
 
+import pandas as pd
 import pytest
 from conftest import GiB, simulate, tiny_config
+
+from sim import seeds
+from sim.simulator import Simulation
 
 STARTUP = 2.0
 SSD_LOAD = 4 * GiB / (2 * GiB)
@@ -127,3 +131,28 @@ def test_a_migrating_instance_keeps_the_gpus_the_newcomer_does_not_need(tmp_path
     # big's new instance on server 1 is ready at 20 + 2 + 8 GiB / 2 GiB/s = 26 at the
     # earliest; only after that can big leave server 0 and free its second GPU.
     assert 20.5 + t.queue_s[2] >= 26.0
+
+
+def test_gpu_seconds_count_what_was_occupied_while_a_newcomer_waited(tmp_path):
+    # A 2-GPU "big" takes server 0's free GPU at once and waits for b's to be migrated:
+    # GPU-seconds must equal the integral of occupied GPUs over time, nothing lost.
+    big = '\n[models.big]\nweights = "8GiB"\ngpus = 2\nprefill_tokens_per_s = 1024.0\n'
+    big += "decode_step_s = 0.125\nssd_servers = [0]\n"
+    config = tiny_config(tmp_path, count=2, ssd_a="[0]", ssd_b="[0, 1]", extra=big)
+    trace = pd.DataFrame(
+        [(0.0, "b", 1024, 1000), (10.0, "big", 1024, 2)],
+        columns=["arrival_s", "model", "input_tokens", "output_tokens"],
+    )
+    sim = Simulation(config, trace, "migration", seeds.rng(0, "policy"))
+    area = {"t": 0.0, "occupied": 0, "sum": 0.0}
+
+    def integrate(_event):
+        now = sim.clock.now
+        area["sum"] += area["occupied"] * (now - area["t"])
+        area["t"] = now
+        area["occupied"] = sum(s.gpus - s.free_gpus for s in sim.cluster.servers)
+
+    sim.clock.after_event = integrate
+    sim.run()
+    assert sim.migrations == 1
+    assert sim.cluster.gpu_seconds == pytest.approx(area["sum"], rel=1e-12)
