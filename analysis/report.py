@@ -128,8 +128,9 @@ def _figures(
                 lambda: plots.p99_vs_load(ci, title),
             ),
         )
-    top = table[table["rate_scale"] == table["rate_scale"].max()]
-    best = top.groupby("policy")["ttft_p99_s"].mean().idxmin()
+    finished = table.dropna(subset=["ttft_p99_s"])  # runs with a completed request
+    top = finished[finished["rate_scale"] == finished["rate_scale"].max()]
+    best = top.groupby("policy", observed=True)["ttft_p99_s"].mean().idxmin()
     one = top[top["policy"] == best].sort_values("seed").iloc[0]
     run_title = f"{best}, seed {one['seed']}, arrival rate x{one['rate_scale']:g}"
     at = (requests["policy"] == best) & (requests["seed"] == one["seed"])
@@ -152,6 +153,8 @@ def _figures(
 
 
 def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
+    if not (runs.table["completed"] > 0).any():
+        raise AnalysisInputError(f"{source}: no run completed a request; nothing to report")
     table = runs.table
     requests = runs.requests(REQUEST_COLUMNS)
     slo = slo_attainment(requests, slo_s)

@@ -145,3 +145,10 @@ def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
 def test_load_runs_refuses_what_holds_no_runs(tmp_path):
     with pytest.raises(AnalysisInputError, match="no run directories"):
         load_runs(tmp_path)
+
+
+def test_a_report_on_a_run_cut_before_any_request_finished_is_refused(tmp_path, capsys):
+    assert sim_main(["run", "--until", "3", "--quiet", "--out", str(tmp_path / "cut")]) == 0
+    assert main(["report", str(tmp_path / "cut"), "-o", str(tmp_path / "rep")]) == 2
+    assert "no run completed a request" in capsys.readouterr().err
+    assert not (tmp_path / "rep").exists()
