@@ -75,9 +75,15 @@ def _table(value: Any, key: str) -> dict:
 
 def _check_measurement(name: str, raw: Any) -> None:
     fields = _table(raw, f"measurements.{name}")
+    for key in fields:
+        if key not in _MEASUREMENT:
+            raise InputError(f"measurements.{name}.{key}: unknown key")
     for key in _MEASUREMENT:
         if key not in fields:
             raise InputError(f"measurements.{name}.{key}: missing")
+    n = fields["n"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"measurements.{name}.n: expected a positive integer, got {n!r}")
     if not isinstance(fields["unit"], str):
         raise InputError(f"measurements.{name}.unit: expected a string")
     if not isinstance(fields["page_cache_possible"], bool):
@@ -93,7 +99,8 @@ def _check_measurement(name: str, raw: Any) -> None:
 def parse(document: Any) -> dict[str, float]:
     """The derived parameters of a profile document, after checking every field."""
     doc = _table(document, "profile")
-    if doc.get("version") != SCHEMA_VERSION:
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
         raise InputError(
             f"version: expected {SCHEMA_VERSION}, got {doc.get('version')!r} "
             "(a profile from another version of thaw)"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.errors import InputError
-from sim.publish import publish_directory
+from sim.publish import fsync_directory, publish_directory
 from sim.results import INSTANCES, REQUESTS
 
 
@@ -44,6 +44,7 @@ def write_run(
         for name in os.listdir(staging):
             with open(staging / name, "rb") as handle:
                 os.fsync(handle.fileno())
+        fsync_directory(staging)
         publish_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
