@@ -5,9 +5,6 @@ An interrupted or failed conversion leaves nothing at the destination that looks
 existing destination is replaced only if it is itself a thaw checkpoint.
 """
 
-import os
-import shutil
-import tempfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,7 +23,7 @@ from calibration.format import (
     is_checkpoint,
 )
 from calibration.ordering import forward_pass_order
-from sim.publish import fsync_directory, publish_directory
+from sim.publish import staged_directory
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -44,21 +41,10 @@ def write_checkpoint(
             raise CheckpointError(f"{name}: dtype {tensor.dtype} is not supported")
     if dst.exists() and not is_checkpoint(dst):
         raise CheckpointError(f"{dst}: exists and is not a thaw checkpoint; choose another path")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.tmp-", dir=dst.parent))
-    try:
+    with staged_directory(dst) as staging:
         with open(staging / BLOB_NAME, "wb") as blob:
             index = _write_blob(tensors, blob, alignment)
-            os.fsync(blob.fileno())
-        with open(staging / INDEX_NAME, "w", encoding="utf-8") as handle:
-            handle.write(index.to_json())
-            handle.flush()
-            os.fsync(handle.fileno())
-        fsync_directory(staging)
-        publish_directory(staging, dst)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        (staging / INDEX_NAME).write_text(index.to_json(), encoding="utf-8")
     return index
 
 

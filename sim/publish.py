@@ -4,6 +4,8 @@ must never leave a half-written result (run directories, checkpoints)."""
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -27,3 +29,21 @@ def publish_directory(staging: Path, dst: Path) -> None:
     else:
         os.replace(staging, dst)
     fsync_directory(dst.parent)
+
+
+@contextmanager
+def staged_directory(dst: Path) -> Iterator[Path]:
+    """A hidden directory beside `dst` to fill; once the block ends, its files are synced
+    and it becomes `dst`. If the block fails, it is removed and `dst` is untouched."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.tmp-", dir=dst.parent))
+    try:
+        yield staging
+        for name in os.listdir(staging):
+            with open(staging / name, "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_directory(staging)
+        publish_directory(staging, dst)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

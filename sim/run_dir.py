@@ -6,15 +6,12 @@ else at that path belongs to the user and is never touched.
 """
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from sim.errors import InputError
-from sim.publish import fsync_directory, publish_directory
+from sim.publish import staged_directory
 from sim.results import INSTANCES, REQUESTS
 
 
@@ -32,20 +29,10 @@ def write_run(
     config_toml: str,
 ) -> None:
     check_writable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with staged_directory(out) as staging:
         requests.to_parquet(staging / REQUESTS, index=False)
         instances.to_parquet(staging / INSTANCES, index=False)
         (staging / "config.toml").write_text(config_toml, encoding="utf-8")
         (staging / "summary.json").write_text(
             json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
-        for name in os.listdir(staging):
-            with open(staging / name, "rb") as handle:
-                os.fsync(handle.fileno())
-        fsync_directory(staging)
-        publish_directory(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

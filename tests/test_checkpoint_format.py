@@ -12,9 +12,10 @@ from checkpoint_support import every_dtype, llama_like, same_bits, write
 from safetensors.torch import save_file
 
 import calibration
-from calibration import convert, writer
+from calibration import convert
 from calibration.format import BLOB_NAME, INDEX_NAME, read_index
 from calibration.ordering import forward_pass_order
+from sim import publish
 
 
 def test_forward_pass_order_is_natural_not_alphabetical():
@@ -91,7 +92,7 @@ def test_an_injected_failure_leaves_nothing_that_looks_valid(tmp_path, monkeypat
     def fail(path):
         raise OSError(5, "injected I/O error")
 
-    monkeypatch.setattr(writer, "fsync_directory", fail)
+    monkeypatch.setattr(publish, "fsync_directory", fail)
     with pytest.raises(OSError, match="injected"):
         write(tmp_path, llama_like())
     assert os.listdir(tmp_path) == []
@@ -100,7 +101,7 @@ def test_an_injected_failure_leaves_nothing_that_looks_valid(tmp_path, monkeypat
 def test_a_failed_rewrite_keeps_the_old_checkpoint(tmp_path, monkeypatch):
     old = llama_like(layers=1)
     path = write(tmp_path, old)
-    monkeypatch.setattr(writer, "publish_directory", lambda staging, dst: 1 / 0)
+    monkeypatch.setattr(publish, "publish_directory", lambda staging, dst: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         write(tmp_path, llama_like(layers=4))
     assert os.listdir(tmp_path) == ["ckpt"]
