@@ -17,6 +17,7 @@ prompt and a prefill over its pieces in turn fill the same cache.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import torch
 import torch.nn.functional as F
@@ -62,7 +63,7 @@ class KVCache:
     length: int = 0
 
     @classmethod
-    def empty(cls, config: ModelConfig, batch: int = 1, device: str | torch.device = "cpu"):
+    def empty(cls, config: ModelConfig, batch: int = 1, device: str | torch.device = "cpu") -> Self:
         shape = (batch, config.kv_heads, config.max_positions, config.head_dim)
 
         def zeros() -> list[torch.Tensor]:
@@ -71,12 +72,6 @@ class KVCache:
             ]
 
         return cls(zeros(), zeros())
-
-    @property
-    def nbytes_per_token(self) -> int:
-        """Bytes of keys and values one position takes: what recomputation spares sending."""
-        per_layer = self.keys[0][:, :, 0].nbytes + self.values[0][:, :, 0].nbytes
-        return per_layer * len(self.keys)
 
 
 class RMSNorm(nn.Module):
@@ -127,9 +122,15 @@ class Attention(nn.Module):
         groups = config.heads // config.kv_heads
         k_all = keys[:, :, :end].repeat_interleave(groups, dim=1)
         v_all = values[:, :, :end].repeat_interleave(groups, dim=1)
-        # New position i (absolute start + i) sees cached positions 0..start + i.
-        mask = None if n == 1 else torch.ones(n, end, dtype=torch.bool, device=x.device).tril(start)
-        out = F.scaled_dot_product_attention(_rotate(q, cos, sin), k_all, v_all, attn_mask=mask)
+        # New position i (absolute start + i) sees cached positions 0..start + i. A prefill
+        # onto an empty cache says so with is_causal, which lets torch pick a fused kernel.
+        causal = start == 0 and n > 1
+        mask = None
+        if start and n > 1:
+            mask = torch.ones(n, end, dtype=torch.bool, device=x.device).tril(start)
+        out = F.scaled_dot_product_attention(
+            _rotate(q, cos, sin), k_all, v_all, attn_mask=mask, is_causal=causal
+        )
         return self.o_proj(out.transpose(1, 2).reshape(batch, n, config.hidden))
 
 
@@ -166,7 +167,7 @@ class Transformer(nn.Module):
         self.rope: tuple[torch.Tensor, torch.Tensor] = (torch.empty(0), torch.empty(0))
 
     @classmethod
-    def from_weights(cls, config: ModelConfig, weights: Mapping[str, torch.Tensor]):
+    def from_weights(cls, config: ModelConfig, weights: Mapping[str, torch.Tensor]) -> Self:
         """A model whose parameters are `weights` themselves (no copy): a loaded buffer serves."""
         for name, tensor in weights.items():
             if tensor.dtype != config.dtype:
@@ -179,7 +180,7 @@ class Transformer(nn.Module):
         return model
 
     @classmethod
-    def random(cls, config: ModelConfig, seed: int = 0, device: str | torch.device = "cpu"):
+    def random(cls, config: ModelConfig, seed: int = 0, device: str | torch.device = "cpu") -> Self:
         weights = random_weights(config, seed)
         return cls.from_weights(config, {k: v.to(device) for k, v in weights.items()})
 

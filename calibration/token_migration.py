@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -112,7 +113,7 @@ class Destination:
         self.connection.send_bytes(payload)
         return len(payload)
 
-    def receive(self, expected: str):
+    def receive(self, expected: str) -> Any:
         try:
             kind, body = pickle.loads(self.connection.recv_bytes())
         except EOFError:

@@ -101,3 +101,15 @@ def test_a_destination_that_cannot_load_reports_why(tmp_path):
     _serve(theirs, CONFIG, tmp_path / "missing", "cpu", None)
     kind, body = pickle.loads(ours.recv_bytes())
     assert kind == "error" and "missing" in body
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_migration_onto_a_gpu_continues_identically(tmp_path):
+    """Source on the first GPU, destination on the last (the same one where there is one)."""
+    model = Transformer.random(CONFIG, seed=11, device="cuda:0")
+    save_model(model, tmp_path / "ckpt")
+    last = f"cuda:{torch.cuda.device_count() - 1}"
+    with Destination(CONFIG, tmp_path / "ckpt", device=last) as replica:
+        record = migrate(model, PROMPT, replica, new_tokens=NEW_TOKENS, start_after=10)
+    assert list(record.tokens) == greedy(model, PROMPT, NEW_TOKENS)
+    consistent(record, len(PROMPT))
