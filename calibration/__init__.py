@@ -4,8 +4,10 @@
 `load` streams one onto a device, `calibration.verify.verify` checks one; `python -m
 calibration.convert` and `python -m calibration.verify` are the command-line faces.
 `benchmarks/loader.py` measures the loader against the raw device and today's loaders.
-Token migration and `python -m calibration.measure` (the hardware profile `sim` reads)
-arrive with their own issues; until then the simulator runs on the vendor figures in
+`calibration.model` is a small Llama-like decoder with random seeded weights, and
+`calibration.token_migration` moves a decoding request between two processes by token
+recomputation. `python -m calibration.measure` (the hardware profile `sim` reads) arrives
+with its own issue; until then the simulator runs on the vendor figures in
 `sim/defaults/cluster.toml`.
 """
 
