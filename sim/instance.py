@@ -108,14 +108,6 @@ class Instance:
         """Requests held: prefilling, waiting to prefill, or decoding."""
         return len(self._prefill) + len(self._decoding)
 
-    @property
-    def has_room(self) -> bool:
-        return (
-            self.state != STOPPED
-            and not (self._reserved or self._migrating)
-            and self.load < self.model.max_batch
-        )
-
     def room_key(self) -> int | None:
         """Where a join would file it: its load if warm with room, STARTING_ROOM if
         starting with room, None if it has no room (inlined: it runs twice a request)."""

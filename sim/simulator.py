@@ -19,6 +19,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,15 @@ from sim.loading import CheckpointLoad
 from sim.migration import Migration
 from sim.request_table import RequestTable
 from sim.room_index import RoomIndex
+
+
+@dataclass
+class _Held:
+    """An instance waiting for migrations to free its GPUs."""
+
+    left: int  # migrations still to leave
+    start: Callable[[], None]  # begins its start-up once they have
+    pledged: int  # GPUs the leaving instances pass to it
 
 
 class Simulation:
@@ -56,11 +66,9 @@ class Simulation:
         self._draining = False
         self._progress = progress
         self._ids = itertools.count()
-        # Instances waiting for migrations to free their GPUs: [migrations left, start].
-        self._held: dict[Instance, list] = {}
+        self._held: dict[Instance, _Held] = {}  # instances waiting for migrations
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
-        self._held_pledged: dict[Instance, int] = {}  # GPUs pledged to each held instance
         self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
         self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
         self.migrations = 0
@@ -93,7 +101,7 @@ class Simulation:
         if until is not None and self._unfinished():
             self.stopped_at = until
             self.table.time_out_pending()
-            self.cluster.charge_running(pledged_to=self._held_pledged)
+            self.cluster.charge_running({i: h.pledged for i, h in self._held.items()})
         check_outcome(self)
 
     def _unfinished(self) -> bool:
@@ -191,6 +199,7 @@ class Simulation:
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
+        own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`
         self.room_changed(instance)
         self.loads_by_tier[load.tier] += 1
 
@@ -200,16 +209,13 @@ class Simulation:
                 on_ready()
 
         def start() -> None:
-            # While it waited, it held only the GPUs not pledged by leaving instances
-            # (those were charged to them until they left).
-            own = spec.gpus - self._held_pledged.pop(instance, 0)
+            # Pledged GPUs were charged to the leaving instances until they left.
             self.cluster.gpu_seconds += own * (self.clock.now - instance.allocated_at)
             instance.allocated_at = self.clock.now
             load.start_in(self.config.instance_startup_s, ready)
 
         if leaving:
-            self._held[instance] = [len(leaving), start]
-            self._held_pledged[instance] = sum(pledged)
+            self._held[instance] = _Held(len(leaving), start, sum(pledged))
         else:
             start()
         return instance
@@ -232,10 +238,10 @@ class Simulation:
         del self._migration_of[source]
         self.cluster.retire(source, "migrated", self._pledged.pop(source))
         held = self._held[migration.waiting]
-        held[0] -= 1
-        if held[0] == 0:
+        held.left -= 1
+        if held.left == 0:
             del self._held[migration.waiting]
-            held[1]()
+            held.start()
 
     def migration_done(self, migration: Migration, moved: list[Handover], pause_s: float) -> None:
         self.migrations_moved += bool(moved)
