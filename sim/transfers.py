@@ -78,7 +78,7 @@ class ServerLinks:
         flows = [[t.remaining - t.rate * (now - t.updated_at), t.links, t.cap] for t in self.active]
         mine = [float(size), links, cap]
         # (seconds from now, order, flow): planned loads join before `mine` on ties.
-        joins = sorted((at - now, k, [b, ls, c]) for k, (at, b, ls, c) in enumerate(self.planned))
+        joins = [(at - now, k, [b, ls, c]) for k, (at, b, ls, c) in enumerate(self.planned)]
         joins.append((delay, len(joins), mine))
         joins.sort(key=lambda j: j[:2])
         t, since = 0.0, None  # since: seconds since `mine` began
