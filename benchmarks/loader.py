@@ -31,19 +31,20 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 import calibration
+from calibration import pagecache
 from calibration.buffers import host_buffer
-from calibration.direct_io import open_direct, read_fully
 from calibration.format import BLOB_NAME, is_checkpoint, read_index
-from calibration.pagecache import evict, resident_fraction
+from calibration.raw_read import DirectIORefused
+from calibration.raw_read import raw_read as direct_read
 from calibration.reader import choose_direct
+from calibration.synthetic import llama_shapes, random_bf16
+from calibration.touch import touch
 from sim.units import parse_size
 
 MiB = 2**20
@@ -55,32 +56,6 @@ NO_TOUCH = "thaw no-touch"
 # A cold result this much faster than the raw device was (partly) served from a cache.
 CACHE_SUSPECT = 1.15
 RAW_FINALISTS = 3
-
-
-def llama_shapes(size: int) -> dict[str, tuple[int, ...]]:
-    """Embeddings, as many Llama layers as fit in `size` bf16 bytes, final norm and head.
-
-    The widest Llama hidden size whose embedding and head take at most a quarter of it:
-    2048 for 1 GiB, 4096 (Llama-7B's) from 4 GiB up.
-    """
-    vocab = 32000
-    widths = [width for width in (1024, 2048, 4096) if 4 * vocab * width <= size / 4]
-    hidden = max(widths, default=512)
-    inter = hidden * 43 // 16
-    shapes = {"model.embed_tokens.weight": (vocab, hidden)}
-    per_layer = 2 * (4 * hidden * hidden + 3 * hidden * inter + 2 * hidden)
-    for layer in range(max(1, (size - 4 * vocab * hidden) // per_layer)):
-        prefix = f"model.layers.{layer}"
-        shapes[f"{prefix}.input_layernorm.weight"] = (hidden,)
-        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            shapes[f"{prefix}.self_attn.{name}.weight"] = (hidden, hidden)
-        shapes[f"{prefix}.post_attention_layernorm.weight"] = (hidden,)
-        shapes[f"{prefix}.mlp.gate_proj.weight"] = (inter, hidden)
-        shapes[f"{prefix}.mlp.up_proj.weight"] = (inter, hidden)
-        shapes[f"{prefix}.mlp.down_proj.weight"] = (hidden, inter)
-    shapes["model.norm.weight"] = (hidden,)
-    shapes["lm_head.weight"] = (vocab, hidden)
-    return shapes
 
 
 def make_files(directory: Path, size: int) -> dict[str, Path]:
@@ -97,87 +72,32 @@ def make_files(directory: Path, size: int) -> dict[str, Path]:
         if written == shapes:
             return files
     base.mkdir(parents=True, exist_ok=True)
-    generator = torch.Generator().manual_seed(0)
-    tensors = {
-        name: torch.randint(-(2**15), 2**15, shape, dtype=torch.int16, generator=generator).view(
-            torch.bfloat16
-        )
-        for name, shape in shapes.items()
-    }
+    tensors = random_bf16(shapes)
     save_file(tensors, files["safetensors"])
     torch.save(tensors, files["torch.load"])
     calibration.write_checkpoint(tensors, files["thaw"])
     return files
 
 
-def touch(tensors: dict[str, torch.Tensor]) -> int:
-    """Read every byte through a wide view (a uint8 sum would time the sum, not the load).
-
-    On the CPU through numpy, single-threaded: torch's two-thread reductions stalled
-    whenever another process held the second core, which timed the scheduler.
-    """
-    total = 0
-    for tensor in tensors.values():
-        data = tensor.reshape(-1).view(torch.uint8)
-        if data.is_cuda:
-            wide = data.view(torch.int64) if data.numel() % 8 == 0 else data
-            total += int(wide.sum())
-        else:
-            array = data.numpy()
-            total += int((array.view(np.uint64) if array.size % 8 == 0 else array).sum())
-    return total
-
-
 def make_cold(path: Path) -> float:
-    """Evict `path`; the fraction of it still cached (checked to be about none)."""
-    evict(str(path))
-    fraction = resident_fraction(str(path))
-    if fraction > 0.01:
-        sys.exit(f"benchmarks/loader.py: could not evict {path} from the page cache")
-    return fraction
+    try:
+        return pagecache.make_cold(str(path))
+    except pagecache.PageCacheError as err:
+        sys.exit(f"benchmarks/loader.py: {err}")
 
 
 def make_warm(path: Path) -> float:
-    """Read `path` into the page cache; the fraction cached (checked to be about all).
-
-    Several tries: this VM runs a DAMON "pageout" scheme that reclaims pages it sees as
-    idle, up to 128 MiB/s, so a file can lose pages while it is being read.
-    """
-    for _ in range(5):
-        with open(path, "rb", buffering=0) as handle:
-            while handle.read(64 * MiB):
-                pass
-        fraction = resident_fraction(str(path))
-        if fraction >= 0.99:
-            return fraction
-    sys.exit(f"benchmarks/loader.py: {path} does not stay in the page cache")
+    try:
+        return pagecache.make_warm(str(path))
+    except pagecache.PageCacheError as err:
+        sys.exit(f"benchmarks/loader.py: {err}")
 
 
 def raw_read(blob: Path, buffer: torch.Tensor, chunk: int, threads: int) -> float:
-    """Seconds to read `blob` with O_DIRECT: `threads` threads, `chunk`-byte requests."""
-    size = os.path.getsize(blob)
-    view = memoryview(buffer.numpy())
-    descriptors = []
-    for _ in range(threads):
-        fd, refusal = open_direct(str(blob))
-        if fd is None:
-            sys.exit(
-                f"benchmarks/loader.py: {blob}: O_DIRECT refused ({refusal}); use --dir on a disk"
-            )
-        descriptors.append(fd)
-    claim = itertools.count()
-
-    def worker(fd: int) -> None:
-        while (offset := next(claim) * chunk) < size:
-            read_fully(fd, view[offset : offset + chunk], offset, chunk)
-
-    started = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(worker, descriptors))
-    seconds = time.perf_counter() - started
-    for fd in descriptors:
-        os.close(fd)
-    return seconds
+    try:
+        return direct_read(blob, buffer, chunk, threads)
+    except DirectIORefused as err:
+        sys.exit(f"benchmarks/loader.py: {err}; use --dir on a disk")
 
 
 class Bench:

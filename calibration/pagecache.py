@@ -1,8 +1,9 @@
 """What of a file the page cache holds, and evicting it, without root.
 
-`evict` is how the benchmark makes a load cold; `resident_fraction` (mincore(2)) checks
+`evict` is how a measurement makes a load cold; `resident_fraction` (mincore(2)) checks
 that it worked, and lets `load` choose between O_DIRECT (cold) and buffered reads
-(warm). Eviction is guest-side only: a host cache behind a virtual disk may survive it.
+(warm). `make_cold` and `make_warm` do both and insist. Eviction is guest-side only: a
+host cache behind a virtual disk may survive it.
 """
 
 import ctypes
@@ -34,6 +35,35 @@ def evict(path: str) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+class PageCacheError(RuntimeError):
+    """A file would not leave, or would not stay in, the page cache."""
+
+
+def make_cold(path: str) -> float:
+    """Evict `path`; the fraction of it still cached (checked to be about none)."""
+    evict(path)
+    fraction = resident_fraction(path)
+    if fraction > 0.01:
+        raise PageCacheError(f"{path}: {fraction:.0%} still in the page cache after eviction")
+    return fraction
+
+
+def make_warm(path: str, tries: int = 5) -> float:
+    """Read `path` into the page cache; the fraction cached (checked to be about all).
+
+    Several tries: this VM runs a DAMON "pageout" scheme that reclaims pages it sees as
+    idle, up to 128 MiB/s, so a file can lose pages while it is being read.
+    """
+    for _ in range(tries):
+        with open(path, "rb", buffering=0) as handle:
+            while handle.read(64 * 2**20):
+                pass
+        fraction = resident_fraction(path)
+        if fraction >= 0.99:
+            return fraction
+    raise PageCacheError(f"{path}: does not stay in the page cache ({fraction:.0%} after reading)")
 
 
 def resident_fraction(path: str, samples: int | None = None) -> float:
