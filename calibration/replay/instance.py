@@ -1,0 +1,168 @@
+"""One model instance of the real replay: a fresh process, as a serverless platform starts.
+
+`python -m calibration.replay.instance SPEC_JSON` imports torch (the start-up cost the
+profile's `instance_startup_s` measures), loads the checkpoint with the real loader from
+the tier the scheduler chose (an SSD copy evicted from the page cache first, so the read
+is really cold; a DRAM copy is a file on /dev/shm, so its load is a memory copy), copies
+it into the server's DRAM cache when it came from SSD, then serves requests as the
+simulator's instance does (`sim/instance.py`): prompts prefilled one at a time, first
+come first served, decoding paused meanwhile, the first token out of the prefill; then
+one `decode_batch` step at a time over every decoding request.
+
+The decode rows share one position counter: the model has no padding mask, so sequences
+of different lengths cannot share a batch exactly. Each step's compute is that of the
+real batch (dominated by reading the weights); the tokens are not each request's own
+continuation, which timing does not need.
+
+Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; stdin's end
+stops the instance. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in
+`started` (torch imported), `loaded`, `ready`, `installed`, and `first` and `done` (with
+`request`).
+"""
+
+import json
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from calibration.buffers import host_buffer
+from calibration.model import KVCache, ModelConfig, Transformer
+from calibration.pagecache import make_cold
+from calibration.reader import buffer_bytes, load
+from sim.publish import staged_directory
+
+_lock = threading.Lock()
+
+
+def emit(event: str, **fields: object) -> None:
+    """One line on stdout, stamped with the clock every process of the replay shares."""
+    line = json.dumps({"event": event, "t": time.monotonic(), **fields})
+    with _lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+@dataclass
+class Spec:
+    """What the scheduler passes on the command line."""
+
+    config: dict
+    checkpoint: str  # the directory to load from
+    cold: bool  # evict it from the page cache first (an SSD load)
+    install: str | None  # the DRAM cache directory to copy it into, if any
+    max_batch: int
+
+
+def load_checkpoint(spec: Spec) -> tuple[Transformer, torch.Tensor]:
+    """The model on the CPU and the buffer holding its blob. `loaded` once the bytes
+    are in; building the model around them then costs torch's first use of the meta
+    device (importing its meta registrations: about a second here)."""
+    path = Path(spec.checkpoint)
+    if spec.cold:
+        make_cold(str(path / "tensors.bin"))
+    out = host_buffer(buffer_bytes(path), prefault=False)  # as `load` allocates its own
+    weights = load(path, out=out)
+    emit("loaded")
+    return Transformer.from_weights(ModelConfig(**spec.config), weights), out
+
+
+def install(spec: Spec, buffer: torch.Tensor) -> None:
+    """Copy the loaded checkpoint into the DRAM cache (atomically), as the loader would."""
+    source, dst = Path(spec.checkpoint), Path(str(spec.install))
+    size = (source / "tensors.bin").stat().st_size
+    with staged_directory(dst) as staging:
+        (staging / "index.json").write_bytes((source / "index.json").read_bytes())
+        with open(staging / "tensors.bin", "wb") as handle:
+            handle.write(memoryview(buffer.numpy())[:size])
+    emit("installed")
+
+
+class Server:
+    """The batch: a FIFO of prompts to prefill and the decoding requests' tokens left."""
+
+    def __init__(self, model: Transformer, max_batch: int) -> None:
+        self.model = model
+        self.prefill: list[tuple[int, int, int]] = []  # (request, input, output)
+        self.decoding: dict[int, int] = {}  # request -> tokens left to generate
+        self.cache = KVCache.empty(model.config, max_batch)
+        self.position = 0
+
+    def busy(self) -> bool:
+        return bool(self.prefill or self.decoding)
+
+    def admit(self, request: int, input_tokens: int, output_tokens: int) -> None:
+        self.prefill.append((request, input_tokens, output_tokens))
+
+    def step(self) -> None:
+        """A prefill if one is waiting, else one decode step of the batch."""
+        if self.prefill:
+            request, input_tokens, output_tokens = self.prefill.pop(0)
+            vocab = self.model.config.vocab
+            prompt = [(request * 7919 + k) % vocab for k in range(input_tokens)]
+            self.model.prefill(prompt, self.model.new_cache())
+            emit("first", request=request)
+            if output_tokens > 1:
+                self.decoding[request] = output_tokens - 1
+            else:
+                emit("done", request=request)
+            return
+        batch = len(self.decoding)
+        if self.position + 1 >= self.model.config.max_positions:
+            self.position = 0
+        view = KVCache(
+            [k[:batch] for k in self.cache.keys],
+            [v[:batch] for v in self.cache.values],
+            self.position,
+        )
+        self.model.decode_batch(torch.zeros(batch, dtype=torch.long), view)
+        self.position += 1
+        for request in list(self.decoding):
+            self.decoding[request] -= 1
+            if not self.decoding[request]:
+                del self.decoding[request]
+                emit("done", request=request)
+
+
+def read_commands(inbox: "queue.Queue[dict | None]") -> None:
+    for line in sys.stdin:
+        inbox.put(json.loads(line))
+    inbox.put(None)  # the scheduler closed stdin: stop
+
+
+def main() -> None:
+    emit("started")
+    torch.set_num_threads(1)
+    spec = Spec(**json.loads(sys.argv[1]))
+    model, buffer = load_checkpoint(spec)
+    emit("ready")
+    installer = None
+    if spec.install:
+        installer = threading.Thread(target=install, args=(spec, buffer))
+        installer.start()
+    inbox: queue.Queue[dict | None] = queue.Queue()
+    threading.Thread(target=read_commands, args=(inbox,), daemon=True).start()
+    server = Server(model, spec.max_batch)
+    stopping = False
+    while not stopping:
+        try:
+            while True:
+                command = inbox.get(block=not server.busy())
+                if command is None:
+                    stopping = True
+                    break
+                server.admit(command["admit"], command["input"], command["output"])
+        except queue.Empty:
+            pass
+        if server.busy() and not stopping:
+            server.step()
+    if installer is not None:
+        installer.join()
+
+
+if __name__ == "__main__":
+    main()

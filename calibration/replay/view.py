@@ -1,0 +1,134 @@
+"""The scheduler's books of the real cluster, read by policies as a `ClusterView`.
+
+The same policy code the simulator runs decides here, so the books keep what it reads
+the way `sim.cluster` does: per tier and model an `IndexedSet` of holders (kept by the
+simulator's own `CheckpointCache`, so LRU order and eviction are the same), and per
+available-GPU count an `IndexedSet` of servers (so `random` sees candidates in the same
+order and its seeded draws mean the same). Load-time estimates come from the profile's
+bandwidths, as a real ServerlessLLM scheduler estimates from measured ones; with one GPU
+per server no two loads share a server's links, so bytes over bandwidth is the whole
+estimate. `running` lists no instance: the real replay does not migrate, so a policy is
+never offered a migration it could not carry out.
+"""
+
+from collections.abc import Callable, Iterable
+
+from policies.base import RoundCost, Running
+from sim.cache import CheckpointCache
+from sim.indexed_set import IndexedSet
+
+
+class Books:
+    """Servers' GPUs and caches. Instances are opaque keys the scheduler owns."""
+
+    def __init__(
+        self,
+        servers: int,
+        gpus: int,
+        models: dict[str, int],
+        dram_bytes: int,
+        derived: dict[str, float],
+        on_evict: Callable[[int, str], None],
+    ) -> None:
+        self.models = models  # name -> checkpoint bytes
+        self.gpus = gpus
+        self.derived = derived
+        self.clock: Callable[[], float] = lambda: 0.0
+        self.free = [gpus] * servers
+        self.idle_gpus = [0] * servers
+        self._holders = {t: {m: IndexedSet() for m in models} for t in ("dram", "ssd")}
+        self._by_available = [IndexedSet() for _ in range(gpus + 1)]
+        self._indexed = [gpus] * servers
+        for s in range(servers):
+            self._by_available[gpus].add(s)
+        self.dram = [
+            CheckpointCache(dram_bytes, self._watch("dram", s, on_evict)) for s in range(servers)
+        ]
+        ssd = [CheckpointCache(sum(models.values()), self._watch("ssd", s)) for s in range(servers)]
+        for name, size in models.items():  # every SSD holds every checkpoint
+            for cache in ssd:
+                cache.admit(name, size)
+
+    def _watch(
+        self, tier: str, server: int, on_evict: Callable[[int, str], None] | None = None
+    ) -> Callable[[str, bool], None]:
+        def changed(model: str, held: bool) -> None:
+            if held:
+                self._holders[tier][model].add(server)
+            else:
+                self._holders[tier][model].discard(server)
+                if on_evict is not None:
+                    on_evict(server, model)
+
+        return changed
+
+    def reindex(self, server: int) -> None:
+        old, new = self._indexed[server], self.available_gpus(server)
+        if old != new:
+            self._by_available[old].discard(server)
+            self._by_available[new].add(server)
+            self._indexed[server] = new
+
+    def fastest_tier(self, server: int, model: str) -> str:
+        return "dram" if model in self.dram[server] else "ssd"
+
+    # --- ClusterView ---
+
+    @property
+    def now(self) -> float:
+        return self.clock()
+
+    @property
+    def startup_s(self) -> float:
+        return self.derived["instance_startup_s"]
+
+    def gpus_needed(self, model: str) -> int:
+        return 1
+
+    def candidate_count(self, model: str) -> int:
+        return sum(len(bucket) for bucket in self._by_available[1:])
+
+    def candidate(self, model: str, k: int) -> int:
+        for bucket in self._by_available[1:]:
+            if k < len(bucket):
+                return bucket[k]
+            k -= len(bucket)
+        raise IndexError(f"no candidate {k} for {model}")
+
+    def candidates(self, model: str) -> Iterable[int]:
+        for bucket in self._by_available[1:]:
+            yield from bucket
+
+    def least_loaded_candidate(self, model: str) -> int | None:
+        return min(self.candidates(model), key=lambda s: (self.gpus_in_use(s), s), default=None)
+
+    def can_start(self, server: int, model: str) -> bool:
+        return self.available_gpus(server) >= 1
+
+    def can_host(self, server: int, model: str) -> bool:
+        return True
+
+    def holders(self, model: str, tier: str) -> IndexedSet:
+        return self._holders[tier][model]
+
+    def gpus_in_use(self, server: int) -> int:
+        return self.gpus - self.available_gpus(server)
+
+    def available_gpus(self, server: int) -> int:
+        return self.free[server] + self.idle_gpus[server]
+
+    def total_available_gpus(self) -> int:
+        return sum(self.available_gpus(s) for s in range(len(self.free)))
+
+    def load_s(self, server: int, model: str, delay: float) -> float:
+        pcie = self.derived["dram_to_gpu_bytes_per_s"]
+        rate = pcie
+        if self.fastest_tier(server, model) == "ssd":
+            rate = min(pcie, self.derived["ssd_read_bytes_per_s"])
+        return self.models[model] / rate
+
+    def running(self, server: int) -> list[Running]:
+        return []
+
+    def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
+        raise NotImplementedError("the real replay does not migrate")

@@ -1,0 +1,178 @@
+"""`python -m calibration.validate`: the simulator's TTFT error against a real replay.
+
+Replays a short trace for real on this machine (`calibration.replay`: two servers with one
+"GPU" each, real checkpoints, real cold starts through the real loader, real inference),
+then simulates the same trace on the same cluster with the profile `calibration.measure`
+measured here (or `--profile`), and prints p50, p90 and p99 TTFT of both and the signed
+relative error per policy. Bad input is one line on stderr and exit status 2.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+import traces
+from calibration.replay.compare import errors, instance_phases, parts, simulate, with_startup
+from calibration.replay.scenario import (
+    FULL,
+    MODELS,
+    QUICK,
+    Layout,
+    Scenario,
+    write_checkpoints,
+    write_cluster,
+    write_trace,
+)
+from calibration.replay.scheduler import Replay
+from sim import seeds
+from sim.errors import InputError
+from sim.profile import read_profile
+
+# The policies the real replay can carry out: it neither migrates nor preempts.
+POLICIES = ("random", "locality", "startup-aware")
+SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise InputError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m calibration.validate", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 30-request trace (CI)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
+    parser.add_argument("--seed", type=int, default=0, help="fixes the trace and policy draws")
+    parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="disk for the SSDs")
+    return parser
+
+
+def _policies(text: str) -> list[str]:
+    names = [name for name in text.split(",") if name]
+    for name in names:
+        if name not in POLICIES:
+            raise InputError(
+                f"--policies: {name!r} is not one the real replay can run "
+                f"(it neither migrates nor preempts): choose among {', '.join(POLICIES)}"
+            )
+    if not names:
+        raise InputError("--policies: give at least one policy")
+    return names
+
+
+@contextmanager
+def _workspace(disk: Path) -> Iterator[Layout]:
+    """Scratch space: the SSDs on `disk`, the DRAM caches on /dev/shm (memory)."""
+    if not disk.is_dir():
+        raise InputError(f"--dir {disk}: no such directory")
+    work = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=disk))
+    shm = Path("/dev/shm")
+    dram = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=shm if shm.is_dir() else work))
+    try:
+        yield Layout(work, dram)
+    finally:
+        shutil.rmtree(dram, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(work: Path) -> Path:
+    """Run `calibration.measure` (quick, on the CPU) into the work directory."""
+    out = work / "profile.json"
+    command = [sys.executable, "-m", "calibration.measure", "--device", "cpu", "--quick"]
+    command += ["--dir", str(work / "measure"), "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"python -m calibration.measure failed: {last}")
+    return out
+
+
+def _validate_policy(
+    scenario: Scenario,
+    layout: Layout,
+    sizes: dict[str, int],
+    profile: Path,
+    policy: str,
+    seed: int,
+) -> dict:
+    derived, _ = read_profile(profile)
+    trace = traces.load(layout.trace, list(MODELS), seeds.rng(seed, "trace"))
+    limit_s = float(trace["arrival_s"].max()) + SLACK_S
+    replay = Replay(scenario, layout, sizes, trace, policy, seeds.rng(seed, "policy"), derived)
+    records = replay.run(limit_s)
+    real = records.frame()
+    simulated = simulate(layout, profile, policy, seed)
+    phases = instance_phases(records)
+    startup = phases["process_start_s_median"] + phases["build_s_median"]
+    patched = with_startup(profile, startup, layout.work / "profile-replay-startup.json")
+    corrected = simulate(layout, patched, policy, seed)["ttft_s"].to_numpy()
+    real_ttft = real["ttft_s"].to_numpy()
+    return {
+        "requests": len(trace),
+        "real_ttfts": int(np.isfinite(real_ttft).sum()),
+        **errors(real_ttft, simulated["ttft_s"].to_numpy()),
+        "real": parts(real) | phases,
+        "sim": parts(simulated) | {"instance_startup_s": derived["instance_startup_s"]},
+        "with_replay_startup": {"instance_startup_s": startup}
+        | {k: v for k, v in errors(real_ttft, corrected).items() if k.endswith("rel_error")},
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    policies = _policies(args.policies)
+    if args.profile is not None:
+        read_profile(args.profile)  # bad input is refused before anything runs
+    scenario = QUICK if args.quick else FULL
+    started = time.monotonic()
+    with _workspace(args.dir) as layout:
+        profile = args.profile or _measure(layout.work)
+        _, digest = read_profile(profile)
+        sizes = write_checkpoints(scenario, layout)
+        write_trace(scenario, layout, args.seed)
+        write_cluster(scenario, layout, sizes)
+        results = {
+            p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
+        }
+    return {
+        "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes}
+        | {k: v for k, v in vars(scenario).items()},
+        "profile": {"path": str(args.profile or "measured"), "sha256": digest},
+        "wall_s": time.monotonic() - started,
+        "policies": results,
+    }
+
+
+def _table(report: dict) -> str:
+    lines = [f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}"]
+    for policy, result in report["policies"].items():
+        for q in (50, 90, 99):
+            real, sim = result[f"ttft_p{q}_real_s"], result[f"ttft_p{q}_sim_s"]
+            error = result[f"ttft_p{q}_rel_error"]
+            lines.append(f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        report = run(args)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else _table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
