@@ -1,0 +1,157 @@
+"""calibration.validate: the scheduler's books as a policy sees them, bad input, and the
+real replay end to end (small: `--quick`, one policy). Speeds and error targets are
+reported by the command, never asserted here."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.replay.view import Books
+from policies import get_policy
+from policies.base import Request, Start, Wait
+
+# This machine's figures, from quick measurements by hand (a fixed profile keeps the test
+# from depending on how long `calibration.measure` takes).
+DERIVED = {
+    "ssd_read_bytes_per_s": 1.0e9,
+    "dram_to_gpu_bytes_per_s": 2.5e9,
+    "instance_startup_s": 2.3,
+    "reference_model_bytes": 64000000,
+    "decode_step_s": 0.0062,
+    "decode_step_per_request_s": 0.0014,
+    "recompute_tokens_per_s": 2313.0,
+    "migration_fixed_s": 0.01,
+    "migration_per_token_s": 0.0005,
+}
+MB = 10**6
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    path = tmp_path / "profile.json"
+    document = {"version": 1, "machine": {"description": "by hand"}, "derived": DERIVED}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def books(servers: int = 3, dram_bytes: int = 100 * MB) -> tuple[Books, list]:
+    evicted: list[tuple[int, str]] = []
+    models = {"a": 40 * MB, "b": 60 * MB}
+    book = Books(servers, 1, models, dram_bytes, DERIVED, lambda s, m: evicted.append((s, m)))
+    return book, evicted
+
+
+def request(model: str = "a") -> Request:
+    return Request(0, model, 0.0, 16, 8)
+
+
+def place(policy: str, book: Books, seed: int = 0) -> Start | Wait:
+    return get_policy(policy)(np.random.default_rng(seed)).place(request(), book)
+
+
+def take_gpu(book: Books, server: int) -> None:
+    book.free[server] -= 1
+    book.reindex(server)
+
+
+def test_locality_starts_where_dram_holds_the_checkpoint():
+    book, _ = books()
+    book.dram[2].admit("a", 40 * MB)
+    assert place("locality", book) == Start(2)
+
+
+def test_locality_takes_the_next_tier_when_the_dram_holder_is_busy():
+    book, _ = books()
+    book.dram[2].admit("a", 40 * MB)
+    take_gpu(book, 2)
+    assert place("locality", book) == Start(0)
+
+
+def test_an_idle_instance_gpu_counts_as_available():
+    book, _ = books(servers=1)
+    take_gpu(book, 0)
+    assert isinstance(place("locality", book), Wait)
+    book.idle_gpus[0] += 1
+    book.reindex(0)
+    assert place("locality", book) == Start(0)
+
+
+def test_random_draws_only_among_servers_with_a_free_gpu():
+    book, _ = books()
+    take_gpu(book, 1)
+    chosen = {place("random", book, seed).server for seed in range(40)}
+    assert chosen == {0, 2}
+
+
+def test_no_free_gpu_means_wait():
+    book, _ = books(servers=2)
+    take_gpu(book, 0)
+    take_gpu(book, 1)
+    for policy in ("random", "locality", "startup-aware"):
+        assert isinstance(place(policy, book), Wait)
+
+
+def test_startup_aware_estimates_from_the_profile_bandwidths():
+    book, _ = books(servers=2)
+    book.dram[1].admit("a", 40 * MB)
+    decision = place("startup-aware", book)
+    assert decision.server == 1
+    assert decision.estimate_s == pytest.approx(2.3 + 40 * MB / 2.5e9)
+    take_gpu(book, 1)
+    assert place("startup-aware", book).estimate_s == pytest.approx(2.3 + 40 * MB / 1.0e9)
+
+
+def test_the_dram_cache_evicts_least_recently_used_and_reports_it():
+    book, evicted = books(servers=1, dram_bytes=90 * MB)
+    book.dram[0].admit("a", 40 * MB)
+    book.dram[0].admit("b", 60 * MB)
+    assert evicted == [(0, "a")]
+    assert list(book.holders("a", "dram")) == []
+    assert list(book.holders("a", "ssd")) == [0]
+
+
+def validate(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "calibration.validate", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--profile", "/no/such/profile.json"],
+        ["--policies", "nonsense"],
+        ["--policies", "preemption"],
+        ["--seed", "x"],
+        ["--dir", "/no/such/dir"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args):
+    done = validate("--quick", *args)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
+def test_a_bad_profile_names_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1}')
+    done = validate("--quick", "--profile", str(bad))
+    assert done.returncode == 2
+    assert str(bad) in done.stderr
+
+
+def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
+    done = validate("--quick", "--json", "--profile", str(profile), "--policies", "locality")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    result = report["policies"]["locality"]
+    assert result["real_ttfts"] == result["requests"] > 0
+    for q in (50, 90, 99):
+        for key in ("real_s", "sim_s", "rel_error"):
+            assert math.isfinite(result[f"ttft_p{q}_{key}"])
+        assert result[f"ttft_p{q}_real_s"] > 0
