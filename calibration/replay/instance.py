@@ -3,8 +3,8 @@
 `python -m calibration.replay.instance SPEC_JSON` imports torch (the start-up cost the
 profile's `instance_startup_s` measures), loads the checkpoint with the real loader from
 the tier the scheduler chose (an SSD copy evicted from the page cache first, so the read
-is really cold; a DRAM copy is a file on /dev/shm, so its load is a memory copy), copies
-it into the server's DRAM cache when it came from SSD, then serves requests as the
+is really cold, and read into the server's DRAM cache on its way; a DRAM copy is a file
+on /dev/shm, so its load is a memory copy), then serves requests as the
 simulator's instance does (`sim/instance.py`): prompts prefilled one at a time, first
 come first served, decoding paused meanwhile, the first token out of the prefill; then
 one `decode_batch` step at a time over every decoding request.
@@ -21,7 +21,9 @@ stops the instance. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E 
 """
 
 import json
+import mmap
 import queue
+import shutil
 import sys
 import threading
 import time
@@ -31,6 +33,7 @@ from pathlib import Path
 import torch
 
 from calibration.buffers import host_buffer
+from calibration.format import BLOB_NAME, INDEX_NAME
 from calibration.model import KVCache, ModelConfig, Transformer
 from calibration.pagecache import make_cold
 from calibration.reader import buffer_bytes, load
@@ -53,33 +56,39 @@ class Spec:
 
     config: dict
     checkpoint: str  # the directory to load from
-    cold: bool  # evict it from the page cache first (an SSD load)
-    install: str | None  # the DRAM cache directory to copy it into, if any
+    install: str | None  # for a load from SSD: the DRAM cache directory it goes into
     max_batch: int
 
 
-def load_checkpoint(spec: Spec) -> tuple[Transformer, torch.Tensor]:
-    """The model on the CPU and the buffer holding its blob. `loaded` once the bytes
-    are in; building the model around them then costs torch's first use of the meta
-    device (importing its meta registrations: about a second here)."""
+def shared_buffer(path: Path, nbytes: int) -> torch.Tensor:
+    """A uint8 tensor whose memory is the file `path` (on /dev/shm: the DRAM cache)."""
+    with open(path, "w+b") as handle:
+        handle.truncate(nbytes)
+        region = mmap.mmap(handle.fileno(), nbytes)
+    return torch.frombuffer(region, dtype=torch.uint8)  # keeps `region` alive
+
+
+def load_checkpoint(spec: Spec) -> Transformer:
+    """The model on the CPU, loaded with the real loader.
+
+    From SSD, the blob is first evicted from the page cache (a cold read), and it is read
+    straight into a new DRAM cache file, which the model then uses: the checkpoint is
+    installed in DRAM on its way, with no second copy, as the simulator assumes. Published
+    atomically (`installed`) once the load is done.
+    """
     path = Path(spec.checkpoint)
-    if spec.cold:
-        make_cold(str(path / "tensors.bin"))
-    out = host_buffer(buffer_bytes(path), prefault=False)  # as `load` allocates its own
-    weights = load(path, out=out)
-    emit("loaded")
-    return Transformer.from_weights(ModelConfig(**spec.config), weights), out
-
-
-def install(spec: Spec, buffer: torch.Tensor) -> None:
-    """Copy the loaded checkpoint into the DRAM cache (atomically), as the loader would."""
-    source, dst = Path(spec.checkpoint), Path(str(spec.install))
-    size = (source / "tensors.bin").stat().st_size
-    with staged_directory(dst) as staging:
-        (staging / "index.json").write_bytes((source / "index.json").read_bytes())
-        with open(staging / "tensors.bin", "wb") as handle:
-            handle.write(memoryview(buffer.numpy())[:size])
-    emit("installed")
+    size = buffer_bytes(path)
+    if spec.install is None:
+        weights = load(path, out=host_buffer(size, prefault=False))
+        emit("loaded")
+    else:
+        make_cold(str(path / BLOB_NAME))
+        with staged_directory(Path(spec.install)) as staging:
+            shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
+            weights = load(path, out=shared_buffer(staging / BLOB_NAME, size))
+            emit("loaded")
+        emit("installed")
+    return Transformer.from_weights(ModelConfig(**spec.config), weights)
 
 
 class Server:
@@ -138,12 +147,8 @@ def main() -> None:
     emit("started")
     torch.set_num_threads(1)
     spec = Spec(**json.loads(sys.argv[1]))
-    model, buffer = load_checkpoint(spec)
+    model = load_checkpoint(spec)
     emit("ready")
-    installer = None
-    if spec.install:
-        installer = threading.Thread(target=install, args=(spec, buffer))
-        installer.start()
     inbox: queue.Queue[dict | None] = queue.Queue()
     threading.Thread(target=read_commands, args=(inbox,), daemon=True).start()
     server = Server(model, spec.max_batch)
@@ -160,8 +165,6 @@ def main() -> None:
             pass
         if server.busy() and not stopping:
             server.step()
-    if installer is not None:
-        installer.join()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 import traces
+from calibration.format import BLOB_NAME
 from calibration.model import ModelConfig, Transformer, save_model
+from calibration.pagecache import make_cold
 from sim import seeds, toml_writer
 from traces.generate import synthesize
 from traces.writer import write_canonical
@@ -83,7 +85,8 @@ class Layout:
 
 
 def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
-    """Every model's checkpoint on every server's SSD; its blob's bytes by name."""
+    """Every model's checkpoint on every server's SSD, on the disk and out of the page
+    cache (so no replayed load waits for their write-back); its blob's bytes by name."""
     sizes = {}
     for seed, (name, config) in enumerate(MODELS.items()):
         first = layout.ssd(0, name)
@@ -96,7 +99,10 @@ def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
             if copy.exists():
                 shutil.rmtree(copy)
             shutil.copytree(first, copy)
-        sizes[name] = (first / "tensors.bin").stat().st_size
+        sizes[name] = (first / BLOB_NAME).stat().st_size
+    for server in range(scenario.servers):  # written back and cold before the replay
+        for name in MODELS:
+            make_cold(str(layout.ssd(server, name) / BLOB_NAME))
     return sizes
 
 
