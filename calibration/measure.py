@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from calibration.derivation import derive
 from calibration.direct_io import BLOCK
 from calibration.format import CheckpointError, read_index
 from calibration.inference_probe import measure_decode, measure_prefill, model_bytes
+from calibration.linear_fit import Line
 from calibration.measure_settings import CPU_INFERENCE_THREADS, Settings, settings
 from calibration.measurement import Measurement
 from calibration.migration_probe import measure_migration
@@ -49,6 +51,7 @@ STEPS = 6
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"{PROG}: error: --device cuda: no CUDA device here", file=sys.stderr)
@@ -61,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.out.parent.is_dir():
             raise InputError(f"--out {args.out}: no such directory {args.out.parent}")
         chosen = settings(args.device, args.quick, args.size, args.runs)
-        document = measure(args.device, args.dir, chosen, args.checkpoint, args.description)
+        said = f"{args.description} Measured by `{PROG} {shlex.join(argv)}`".strip()
+        document = measure(args.device, args.dir, chosen, args.checkpoint, said)
     except (DirectIORefused, PageCacheError) as err:
         print(f"{PROG}: error: {err}: pass --dir on the disk to measure", file=sys.stderr)
         return 2
@@ -77,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 def measure(
     device: str, directory: Path, chosen: Settings, source: Path | None, description: str
 ) -> dict:
-    """Run every measurement in a scratch directory under `directory`; the profile."""
+    """Run every measurement in a scratch directory under `directory`; the profile, whose
+    machine description begins with `description`."""
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="thaw-measure-", dir=directory))
     try:
@@ -99,7 +104,9 @@ def measure(
     return document
 
 
-def _measure_all(device: str, scratch: Path, chosen: Settings, source: Path | None) -> tuple:
+def _measure_all(
+    device: str, scratch: Path, chosen: Settings, source: Path | None
+) -> tuple[dict[str, Measurement], dict[str, Line], int]:
     results: dict[str, Measurement] = {}
     require_a_disk(scratch)
     _step(1, f"storage: writing a {chosen.checkpoint_bytes / 2**20:.0f} MiB checkpoint")
@@ -165,16 +172,15 @@ def _machine(
     notes: list[str],
     fits: dict,
 ) -> dict:
-    device_name = torch.cuda.get_device_name(0) if device == "cuda" else platform.processor()
+    device_name = torch.cuda.get_device_name(0) if device == "cuda" else _cpu_name()
     measured = (
-        f"Measured by `{PROG}{' --quick' if chosen.checkpoint_bytes < 2**30 else ''}` on "
-        f"{platform.node() or 'an unnamed host'}, {time.strftime('%Y-%m-%d')}: device "
-        f"{device} ({device_name or platform.machine()}), storage under {directory}. Cold "
+        f" on {platform.node() or 'an unnamed host'}, {time.strftime('%Y-%m-%d')}: device "
+        f"{device} ({device_name}), storage under {directory}. Cold "
         "reads are guest-cold: pages evicted and checked with mincore; a cache behind a "
         "virtual disk may survive that."
     )
     return {
-        "description": f"{description} {measured}".strip(),
+        "description": description + measured,
         "platform": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -191,6 +197,18 @@ def _machine(
         "fits": {name: line.record() for name, line in fits.items()},
         "notes": notes,
     }
+
+
+def _cpu_name() -> str:
+    """The CPU's model name as Linux reports it, else the architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
 
 
 def _step(number: int, what: str) -> None:
