@@ -6,9 +6,9 @@ calibration.convert` and `python -m calibration.verify` are the command-line fac
 `benchmarks/loader.py` measures the loader against the raw device and today's loaders.
 `calibration.model` is a small Llama-like decoder with random seeded weights, and
 `calibration.token_migration` moves a decoding request between two processes by token
-recomputation. `python -m calibration.measure` (the hardware profile `sim` reads) arrives
-with its own issue; until then the simulator runs on the vendor figures in
-`sim/defaults/cluster.toml`.
+recomputation. `python -m calibration.measure` measures all of them on a machine and
+writes the hardware profile `sim run --profile` reads (`calibration.measure`'s docstring
+lists what it runs; `calibration/profiles/` holds examples).
 """
 
 import importlib

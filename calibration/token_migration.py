@@ -124,6 +124,18 @@ class Destination:
             raise RuntimeError(f"the destination answered {kind!r}, expected {expected!r}")
         return body
 
+    def stop_and_copy(self, tokens: Sequence[int]) -> float:
+        """Seconds from sending `tokens` to the destination's first token after them, on
+        an idle destination: the pause of a migration whose final round moves them all.
+        Calibration fits the round cost `a * tokens + b` on it; the cache is then emptied.
+        """
+        started = time.perf_counter()
+        self.send(("final", (list(tokens), 1)))
+        self.receive("first")
+        elapsed = time.perf_counter() - started
+        self.receive("done")
+        return elapsed
+
     def close(self) -> None:
         if self.process.is_alive():
             with contextlib.suppress(OSError):  # it may be exiting already

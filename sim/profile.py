@@ -8,8 +8,9 @@ for hardware they do not own. JSON, versioned (`SCHEMA_VERSION`):
       "machine": {"description": "what was measured, and how"},
       "measurements": {NAME: {"n", "median", "min", "max", "unit", "page_cache_possible"}},
       "derived": {
-        "ssd_read_bytes_per_s":     SSD -> host through the real loader, cold
-        "dram_to_gpu_bytes_per_s":  host -> one GPU, pinned copies (the `pcie` link)
+        "ssd_read_bytes_per_s":     SSD -> device through the real loader, cold
+        "dram_to_gpu_bytes_per_s":  host memory -> one device (the `pcie` link): the real
+                                    loader on a checkpoint held in host memory
         "network_bytes_per_s":      optional: the remote store's link per server
         "instance_startup_s":       a fresh process importing torch and creating its context
         "reference_model_bytes":    weights per GPU of the model the rates were measured on

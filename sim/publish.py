@@ -1,10 +1,12 @@
-"""Putting a finished directory in place atomically: the last step of every writer that
-must never leave a half-written result (run directories, checkpoints)."""
+"""Putting a finished directory or file in place atomically: the last step of every
+writer that must never leave a half-written result (run directories, checkpoints,
+sweep tables, hardware profiles)."""
 
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,3 +49,18 @@ def staged_directory(dst: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def write_file_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """`write` a staging file beside `path` (with the umask's permissions, unlike
+    mkstemp's 0600), sync it, then rename it into place."""
+    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        write(staging)
+        with open(staging, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    fsync_directory(path.parent)

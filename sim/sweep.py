@@ -12,10 +12,8 @@ in flight and repeats none that finished. The table is rebuilt from the run dire
 """
 
 import hashlib
-import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ import traces
 from sim import seeds, toml_writer
 from sim.config import ClusterConfig, load_config
 from sim.errors import InputError
+from sim.publish import write_file_atomically
 from sim.results import SWEEP_RUNS, SWEEP_TABLE, read_summary, summary_row
 from sim.run_dir import write_run
 from sim.summary import file_sha256
@@ -79,18 +78,6 @@ def _remove_leftovers(runs: Path) -> None:
             shutil.rmtree(entry)
 
 
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """`write` a staging file beside `path` (with the umask's permissions, unlike
-    mkstemp's 0600), then rename it into place."""
-    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        write(staging)
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-
-
 def collect(sweep: Sweep) -> pd.DataFrame:
     """sweep.parquet's rows: one per grid point with a finished run, in grid order."""
     rows = []
@@ -127,7 +114,7 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
         backend = local_backend(sweep.jobs)
     with backend as execute:  # connected (or failed) before anything is written
         runs.mkdir(parents=True, exist_ok=True)
-        _write_atomically(
+        write_file_atomically(
             sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
         )
         _remove_leftovers(runs)
@@ -144,5 +131,5 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
             if progress is not None:
                 progress(done, len(points))
     table = collect(sweep)
-    _write_atomically(sweep.out / SWEEP_TABLE, lambda p: table.to_parquet(p, index=False))
+    write_file_atomically(sweep.out / SWEEP_TABLE, lambda p: table.to_parquet(p, index=False))
     return SweepOutcome(table, len(todo), skipped, time.perf_counter() - started)

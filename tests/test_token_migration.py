@@ -63,6 +63,14 @@ def test_the_destination_continues_with_the_tokens_the_source_would_have_produce
     consistent(record, len(PROMPT))
 
 
+def test_a_timed_stop_and_copy_leaves_the_destination_ready_for_a_migration(
+    model, reference, destination
+):
+    assert destination.stop_and_copy(list(range(100))) > 0  # then its cache is emptied
+    record = migrate(model, PROMPT, destination, new_tokens=NEW_TOKENS, start_after=3)
+    assert list(record.tokens) == reference
+
+
 def test_a_large_threshold_stops_after_one_round(model, reference, destination):
     record = migrate(
         model, PROMPT, destination, new_tokens=NEW_TOKENS, start_after=5, threshold=10**6

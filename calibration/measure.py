@@ -1,0 +1,266 @@
+"""`python -m calibration.measure`: measure this machine and write the profile `sim` runs on.
+
+    python -m calibration.measure [--device cpu|cuda] [--dir PATH_ON_THE_DISK]
+        [--size 2GiB] [--checkpoint SRC] [--runs N] [--quick] [--out profile.json]
+
+Runs, in order, with a line of progress for each figure: the storage (raw O_DIRECT read
+sweep, the real loader cold and warm, safetensors cold and warm, on a checkpoint written
+into `--dir`), host-to-device copies, an instance's start-up cost, decode and prefill of
+a reference model, and token migration to a second process. Then fits the cost lines,
+checks that the figures are physically possible together, and writes the profile
+(sim/profile.py's schema) atomically. Its working files in `--dir` are removed at the
+end. `--quick` (under a minute on a 2-core VM) is for tests, not for published numbers.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from calibration.cli import Parser
+from calibration.copy_probe import measure_copies
+from calibration.derivation import derive
+from calibration.direct_io import BLOCK
+from calibration.format import CheckpointError, read_index
+from calibration.inference_probe import measure_decode, measure_prefill, model_bytes
+from calibration.linear_fit import Line
+from calibration.measure_settings import CPU_INFERENCE_THREADS, Settings, settings
+from calibration.measurement import Measurement
+from calibration.migration_probe import measure_migration
+from calibration.model import Transformer, save_model
+from calibration.pagecache import PageCacheError
+from calibration.plausibility import check
+from calibration.raw_read import DirectIORefused
+from calibration.startup_probe import measure_startup
+from calibration.storage_probe import StorageFiles, measure_storage, prepare, require_a_disk
+from sim import profile
+from sim.errors import InputError
+from sim.publish import write_file_atomically
+from sim.units import parse_size
+
+PROG = "python -m calibration.measure"
+STEPS = 6
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"{PROG}: error: --device cuda: no CUDA device here", file=sys.stderr)
+        return 2
+    try:
+        if args.checkpoint is not None and not args.checkpoint.exists():
+            raise InputError(f"--checkpoint {args.checkpoint}: no such file or directory")
+        if not args.dir.is_dir():
+            raise InputError(f"--dir {args.dir}: no such directory")
+        if not args.out.parent.is_dir():
+            raise InputError(f"--out {args.out}: no such directory {args.out.parent}")
+        chosen = settings(args.device, args.quick, args.size, args.runs)
+        said = f"{args.description} Measured by `{PROG} {shlex.join(argv)}`".strip()
+        document = measure(args.device, args.dir, chosen, args.checkpoint, said)
+    except (DirectIORefused, PageCacheError) as err:
+        print(f"{PROG}: error: {err}: pass --dir on the disk to measure", file=sys.stderr)
+        return 2
+    except (InputError, CheckpointError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    text = json.dumps(document, indent=2) + "\n"
+    write_file_atomically(args.out, lambda path: path.write_text(text, encoding="utf-8"))
+    print(f"{PROG}: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def measure(
+    device: str, directory: Path, chosen: Settings, source: Path | None, description: str
+) -> dict:
+    """Run every measurement in a scratch directory under `directory`; the profile, whose
+    machine description begins with `description`."""
+    started = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="thaw-measure-", dir=directory))
+    try:
+        measurements, fits, reference_bytes = _measure_all(device, scratch, chosen, source)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    check(measurements, device)
+    derived, notes = derive(
+        measurements, fits["decode"], fits["prefill"], fits["migration"], reference_bytes
+    )
+    document = {
+        "version": profile.SCHEMA_VERSION,
+        "machine": _machine(device, directory, chosen, description, notes, fits),
+        "measurements": {name: m.record() for name, m in sorted(measurements.items())},
+        "derived": derived,
+    }
+    document["machine"]["measure_wall_s"] = round(time.perf_counter() - started, 1)
+    profile.parse(document)  # never write what `sim run --profile` would refuse
+    return document
+
+
+def _measure_all(
+    device: str, scratch: Path, chosen: Settings, source: Path | None
+) -> tuple[dict[str, Measurement], dict[str, Line], int]:
+    results: dict[str, Measurement] = {}
+    require_a_disk(scratch)
+    _step(1, f"storage: writing a {chosen.checkpoint_bytes / 2**20:.0f} MiB checkpoint")
+    files = prepare(scratch, chosen.checkpoint_bytes, source)
+    results |= measure_storage(files, device, chosen.runs, list(chosen.raw_grid), _say)
+    _step(2, "host memory to device copies")
+    results |= _copies(files, device, chosen.runs)
+    _step(3, "instance start-up (a fresh process importing torch)")
+    results |= measure_startup(device, chosen.runs)
+    _say(f"start-up: {results['instance_startup'].median:.2f} s (median)")
+    _step(4, "decode steps by batch size")
+    threads = CPU_INFERENCE_THREADS if device == "cpu" else None
+    if threads:
+        torch.set_num_threads(threads)
+    model = Transformer.random(chosen.model, seed=0, device=device)
+    decode_results, decode = measure_decode(model, chosen.decode_batches, chosen.decode_steps)
+    _say(f"decode: {decode.at(1) * 1e3:.1f} ms a step, +{decode.slope * 1e3:.2f} ms a request")
+    _step(5, "prefill (KV recompute) by prompt length")
+    prefill_results, prefill = measure_prefill(model, chosen.prefill_lengths, chosen.prefill_runs)
+    _say(f"prefill: {1 / prefill.slope:.0f} tokens/s, {prefill.intercept * 1e3:.1f} ms fixed")
+    _step(6, "token migration to a second process")
+    checkpoint = scratch / "reference-model"
+    save_model(model, checkpoint)
+    migration_results, migration = measure_migration(
+        model,
+        checkpoint,
+        _second_device(device),
+        chosen.migration_lengths,
+        chosen.migration_runs,
+        chosen.migration_new_tokens,
+        threads,
+    )
+    pause = migration_results["migration_pause"].median
+    _say(
+        f"migration round: {migration.slope * 1e3:.3f} ms a token + "
+        f"{migration.intercept * 1e3:.1f} ms; one migration paused {pause * 1e3:.0f} ms"
+    )
+    results |= decode_results | prefill_results | migration_results
+    fits = {"decode": decode, "prefill": prefill, "migration": migration}
+    return results, fits, model_bytes(model)
+
+
+def _copies(files: StorageFiles, device: str, runs: int) -> dict[str, Measurement]:
+    sizes = [entry.nbytes for entry in read_index(files.checkpoint).tensors]
+    results = measure_copies(device, sum(sizes), sizes, runs)
+    for name, value in results.items():
+        _say(f"{name.removeprefix('dram_to_device_')}: {value.median / 1e9:.2f} GB/s (median)")
+    return results
+
+
+def _second_device(device: str) -> str:
+    """Where the migration's destination runs: another GPU if there is one."""
+    if device == "cpu":
+        return "cpu"
+    return "cuda:1" if torch.cuda.device_count() > 1 else "cuda:0"
+
+
+def _machine(
+    device: str,
+    directory: Path,
+    chosen: Settings,
+    description: str,
+    notes: list[str],
+    fits: dict,
+) -> dict:
+    device_name = torch.cuda.get_device_name(0) if device == "cuda" else _cpu_name()
+    measured = (
+        f" on {platform.node() or 'an unnamed host'}, {time.strftime('%Y-%m-%d')}: device "
+        f"{device} ({device_name}), storage under {directory}. Cold "
+        "reads are guest-cold: pages evicted and checked with mincore; a cache behind a "
+        "virtual disk may survive that."
+    )
+    return {
+        "description": description + measured,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpus": len(os.sched_getaffinity(0)),
+        "settings": {
+            "checkpoint_bytes": chosen.checkpoint_bytes,
+            "runs": chosen.runs,
+            "inference_threads": CPU_INFERENCE_THREADS if device == "cpu" else "default",
+            "reference_model": {
+                key: str(value) if key == "dtype" else value
+                for key, value in chosen.model.__dict__.items()
+            },
+        },
+        "fits": {name: line.record() for name, line in fits.items()},
+        "notes": notes,
+    }
+
+
+def _cpu_name() -> str:
+    """The CPU's model name as Linux reports it, else the architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def _step(number: int, what: str) -> None:
+    _say(f"[{number}/{STEPS}] {what}")
+
+
+def _say(line: str) -> None:
+    print(f"measure: {line}", file=sys.stderr, flush=True)
+
+
+def _size(text: str) -> int:
+    try:
+        size = parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if size < BLOCK:
+        raise argparse.ArgumentTypeError(f"{text!r} is under {BLOCK} bytes")
+    return size
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _parser() -> Parser:
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()),
+        help="a directory on the disk to measure (default: the temporary directory)",
+    )
+    parser.add_argument(
+        "--size", type=_size, help="checkpoint size for the storage figures (default 2GiB)"
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="measure the loader on these tensors instead (safetensors, sharded HF "
+        "directory or PyTorch state dict)",
+    )
+    parser.add_argument(
+        "--runs", type=_positive, help="repetitions of each storage figure (default 5)"
+    )
+    parser.add_argument("--quick", action="store_true", help="a fast pass for tests (< 1 min)")
+    parser.add_argument("--out", type=Path, default=Path("profile.json"))
+    parser.add_argument("--description", default="", help="what the machine is, in words")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""Storage figures of a profile: the raw device, the real loader and safetensors, cold and warm.
+
+On a checkpoint in the directory being measured (random bytes in a Llama's shapes at a
+chosen size, or the user's own tensors), `measure_storage` times:
+
+- the raw device: O_DIRECT reads into a pre-faulted buffer over a sweep of request
+  sizes and thread counts (the physical limit; the best configuration is kept);
+- thaw's `load`, cold (pages evicted and checked with mincore: guest-cold, since a
+  cache behind a virtual disk may survive eviction) and warm (the file in the page
+  cache, as a checkpoint held in host memory is), into a reused device buffer;
+- safetensors `load_file`, cold and warm, with every byte touched afterwards, since its
+  mmap defers the real cost: the baseline a user would otherwise have.
+
+Variants interleave within each run, so a disk that drifts drifts for all of them.
+Rates are bytes of tensor payload (raw: of the blob) per second of wall time.
+"""
+
+import itertools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from calibration.buffers import host_buffer
+from calibration.direct_io import BLOCK, open_direct
+from calibration.format import BLOB_NAME, CheckpointError, is_checkpoint, read_index
+from calibration.measurement import Measurement, seconds
+from calibration.pagecache import make_cold, make_warm
+from calibration.raw_read import DirectIORefused, raw_read
+from calibration.reader import buffer_bytes, choose_direct, load
+from calibration.sources import read_source
+from calibration.synthetic import llama_shapes, random_bf16
+from calibration.touch import touch
+from calibration.writer import write_checkpoint
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StorageFiles:
+    """The same tensors as a thaw checkpoint and as a safetensors file."""
+
+    checkpoint: Path
+    safetensors: Path
+
+    @property
+    def blob(self) -> Path:
+        return self.checkpoint / BLOB_NAME
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(entry.nbytes for entry in read_index(self.checkpoint).tensors)
+
+
+def require_a_disk(directory: Path) -> None:
+    """Raise unless files in `directory` behave as on a disk: O_DIRECT reads allowed
+    (`DirectIORefused`) and pages that leave the page cache when evicted
+    (`PageCacheError`). On tmpfs the file is the page cache, so every read is memory."""
+    probe = directory / "disk-probe"
+    probe.write_bytes(bytes(16 * BLOCK))
+    try:
+        fd, refusal = open_direct(str(probe))
+        if fd is None:
+            raise DirectIORefused(f"{directory}: O_DIRECT refused ({refusal})")
+        os.close(fd)
+        make_cold(str(probe))
+    finally:
+        probe.unlink()
+
+
+def prepare(directory: Path, size: int, source: Path | None = None) -> StorageFiles:
+    """Write the tensors to measure into `directory`: `source`'s, or random ones of `size`."""
+    if source is not None:
+        tensors = {name: tensor.contiguous() for name, tensor in read_source(source).items()}
+        if not tensors:
+            raise CheckpointError(f"{source}: holds no tensors")
+    else:
+        tensors = random_bf16(llama_shapes(size))
+    files = StorageFiles(directory / "checkpoint", directory / "model.safetensors")
+    if files.checkpoint.exists() and not is_checkpoint(files.checkpoint):
+        raise CheckpointError(f"{files.checkpoint}: exists and is not a thaw checkpoint")
+    save_file(tensors, files.safetensors)
+    write_checkpoint(tensors, files.checkpoint)
+    return files
+
+
+def measure_storage(
+    files: StorageFiles,
+    device: str,
+    runs: int,
+    grid: list[tuple[int, int]],
+    progress: Progress,
+) -> dict[str, Measurement]:
+    """Every storage measurement of the profile, by name (see the module's docstring)."""
+    size = buffer_bytes(files.checkpoint)
+    host = host_buffer(size)
+    out = host if device == "cpu" else torch.empty(size, dtype=torch.uint8, device=device)
+    results = _raw_sweep(files.blob, host, grid)
+    best = max(results, key=lambda key: results[key].median)
+    chunk, threads = grid[list(results).index(best)]
+    progress(f"raw O_DIRECT sweep: best {best.removeprefix('raw_cold_')}")
+    payload = files.payload_bytes
+    variants: dict[str, Callable[[], object]] = {
+        "raw": lambda: raw_read(files.blob, host, chunk, threads),
+        "loader": lambda: touch(load(files.checkpoint, device, out=out)),
+        "safetensors": lambda: touch(load_file(files.safetensors, device=device)),
+    }
+    samples: dict[str, list[float]] = {}
+    for _, state, name in itertools.product(range(runs), ("cold", "warm"), variants):
+        if name == "raw" and state == "warm":
+            continue  # O_DIRECT bypasses the page cache: warm is the same read
+        source = files.safetensors if name == "safetensors" else files.blob
+        (make_cold if state == "cold" else make_warm)(str(source))
+        if name == "loader" and choose_direct(source, "auto") != (state == "cold"):
+            raise RuntimeError(f"{source}: the loader would not read it {state} as intended")
+        took = seconds(lambda name=name: _synchronize(device, variants[name]()))
+        nbytes = files.blob.stat().st_size if name == "raw" else payload
+        samples.setdefault(f"{name}_{state}", []).append(nbytes / took)
+    for key, rates in samples.items():
+        results[key] = Measurement(tuple(rates), "bytes/s", key.endswith("warm"))
+        progress(f"{key.replace('_', ' ')}: {results[key].median / 1e9:.2f} GB/s (median)")
+    return results
+
+
+def _raw_sweep(
+    blob: Path, buffer: torch.Tensor, grid: list[tuple[int, int]]
+) -> dict[str, Measurement]:
+    """One cold O_DIRECT read for each (request bytes, threads) of the grid."""
+    size = blob.stat().st_size
+    sweep = {}
+    for chunk, threads in grid:
+        make_cold(str(blob))
+        rate = size / raw_read(blob, buffer, chunk, threads)
+        sweep[f"raw_cold_{chunk // 2**20}MiB_x{threads}"] = Measurement((rate,), "bytes/s", False)
+    return sweep
+
+
+def _synchronize(device: str, _: object) -> None:
+    if device != "cpu":
+        torch.cuda.synchronize()

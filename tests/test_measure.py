@@ -1,0 +1,182 @@
+"""`python -m calibration.measure`: a real quick calibration, and the profile `sim` runs on.
+
+The quick run (about 20 s here) happens once, as a user runs it; the tests read what it
+wrote. The figures themselves are this machine's and are not asserted, only their form,
+their consistency, and that the simulator takes them.
+"""
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from calibration.derivation import derive
+from calibration.linear_fit import Line, fit_line
+from calibration.measurement import Measurement
+from calibration.plausibility import ImpossibleProfile, check
+
+COLD = ("raw_cold", "loader_cold", "safetensors_cold")
+WARM = ("loader_warm", "safetensors_warm")
+
+
+def measure(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "calibration.measure", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_profile(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("measure")
+    out = directory / "p.json"
+    result = measure("--device", "cpu", "--quick", "--dir", str(directory), "--out", str(out),
+                     cwd=directory)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "[6/6]" in result.stderr  # the progress display
+    assert sorted(p.name for p in directory.iterdir()) == ["p.json"]  # scratch removed
+    return out
+
+
+def test_every_raw_measurement_keeps_its_spread_and_cache_exposure(quick_profile):
+    measurements = json.loads(quick_profile.read_text())["measurements"]
+    for name in (*COLD, *WARM, "instance_startup", "decode_step_batch_1", "migration_pause"):
+        record = measurements[name]
+        assert record["min"] <= record["median"] <= record["max"] and record["n"] >= 1
+    assert all(measurements[name]["page_cache_possible"] is False for name in COLD)
+    assert all(measurements[name]["page_cache_possible"] is True for name in WARM)
+    assert "dram_to_device_pageable_one_copy" in measurements
+    assert "dram_to_device_pinned_one_copy" not in measurements  # no pinned memory on a CPU
+
+
+def test_the_derived_numbers_are_the_measured_ones(quick_profile):
+    document = json.loads(quick_profile.read_text())
+    derived, measurements = document["derived"], document["measurements"]
+    assert derived["ssd_read_bytes_per_s"] == measurements["loader_cold"]["median"]
+    assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
+    assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
+    fits = document["machine"]["fits"]
+    assert derived["recompute_tokens_per_s"] == 1 / fits["prefill"]["slope"]
+    assert derived["migration_per_token_s"] == fits["migration"]["slope"]
+    faster = derived["recompute_tokens_per_s"] > 1 / derived["decode_step_s"]
+    said = any("not faster than decode" in note for note in document["machine"]["notes"])
+    assert faster != said  # the design's expectation holds, or the profile says it does not
+
+
+def test_the_simulator_runs_on_the_measured_profile(quick_profile, tmp_path):
+    run = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "sim", "run", "--profile", str(quick_profile),
+         "--max-requests", "200", "--out", str(run), "--quiet"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    resolved = tomllib.loads((run / "config.toml").read_text())
+    derived = json.loads(quick_profile.read_text())["derived"]
+    assert resolved["servers"][0]["ssd_read"] == derived["ssd_read_bytes_per_s"]
+    assert resolved["instance_startup_s"] == derived["instance_startup_s"]
+    assert json.loads((run / "summary.json").read_text())["completed"] > 0
+
+
+def test_a_directory_in_memory_is_refused_and_nothing_is_written(tmp_path):
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm (tmpfs) here")
+    out = tmp_path / "p.json"
+    result = measure("--quick", "--dir", str(shm), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith("pass --dir on the disk to measure\n")
+    assert len(result.stderr.strip().splitlines()) == 1  # refused before any step began
+    assert not out.exists()
+    assert not list(shm.glob("thaw-measure-*"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--checkpoint", "missing.safetensors"], "--checkpoint missing.safetensors"),
+        (["--dir", "no-such-dir"], "--dir no-such-dir"),
+        (["--out", "no-such-dir/p.json"], "--out no-such-dir/p.json"),
+        (["--size", "lots"], "lots"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, message):
+    result = measure("--quick", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_a_gpu_is_refused(tmp_path):
+    result = measure("--device", "cuda", "--quick", cwd=tmp_path)
+    assert result.returncode == 2 and "no CUDA device" in result.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_cuda_calibration_measures_pinned_copies(tmp_path):
+    out = tmp_path / "cuda.json"
+    result = measure("--device", "cuda", "--quick", "--dir", str(tmp_path), "--out", str(out),
+                     cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    measurements = json.loads(out.read_text())["measurements"]
+    assert "dram_to_device_pinned_one_copy" in measurements
+
+
+def figures(**medians: float) -> dict[str, Measurement]:
+    return {name: Measurement((value,), "bytes/s", False) for name, value in medians.items()}
+
+
+def test_a_cold_load_faster_than_the_raw_device_is_refused():
+    with pytest.raises(ImpossibleProfile, match=r"loader_cold.*a cache answered"):
+        check(figures(raw_cold=1e9, loader_cold=2e9, dram_to_device_pageable_one_copy=8e9), "cpu")
+    check(figures(raw_cold=1e9, loader_cold=1.1e9, dram_to_device_pageable_one_copy=8e9), "cpu")
+
+
+def test_a_disk_faster_than_memory_is_refused():
+    with pytest.raises(ImpossibleProfile, match="faster than copying memory"):
+        check(figures(raw_cold=9e9, loader_cold=9e9, dram_to_device_pageable_one_copy=4e9), "cpu")
+
+
+def storage_and_startup() -> dict[str, Measurement]:
+    return figures(loader_cold=1e9, loader_warm=4e9) | {
+        "instance_startup": Measurement((2.0,), "s", True)
+    }
+
+
+def test_noise_that_bends_a_fit_below_zero_is_recorded_as_zero_and_said():
+    decode, prefill = Line(-0.001, 0.01, 0.1), Line(0.001, 0.0, 1.0)
+    migration = Line(0.001, -0.002, 1.0)
+    derived, notes = derive(storage_and_startup(), decode, prefill, migration, 10**6)
+    assert derived["decode_step_per_request_s"] == 0.0 and derived["migration_fixed_s"] == 0.0
+    assert derived["decode_step_s"] == pytest.approx(0.009)
+    assert any("decode_step_per_request_s" in n for n in notes)
+    assert any("migration_fixed_s" in n for n in notes)
+
+
+def test_recompute_slower_than_decode_is_said_not_hidden():
+    slow_prefill = Line(0.1, 0.0, 1.0)  # 10 tokens/s against 100 decoded
+    derived, notes = derive(
+        storage_and_startup(), Line(0.0, 0.01, 1.0), slow_prefill, Line(0.1, 0.0, 1.0), 10**6
+    )
+    assert derived["recompute_tokens_per_s"] == pytest.approx(10.0)
+    assert any("not faster than decode" in note for note in notes)
+
+
+def test_a_prefill_that_does_not_grow_with_the_prompt_is_refused():
+    with pytest.raises(ImpossibleProfile, match="prefill"):
+        derive(storage_and_startup(), Line(0.0, 0.01, 1.0), Line(-0.1, 1.0, 0.5),
+               Line(0.1, 0.0, 1.0), 10**6)  # fmt: skip
+
+
+def test_a_line_through_exact_points_is_recovered():
+    line = fit_line([1, 2, 4], [3.0, 5.0, 9.0])
+    assert line.slope == pytest.approx(2.0) and line.intercept == pytest.approx(1.0)
+    assert line.r2 == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="two or more distinct"):
+        fit_line([2, 2], [1.0, 3.0])
