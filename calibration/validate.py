@@ -4,11 +4,13 @@ Replays a short trace for real on this machine (`calibration.replay`: two server
 "GPU" each, real checkpoints, real cold starts through the real loader, real inference),
 then simulates the same trace on the same cluster with the profile `calibration.measure`
 measured here (or `--profile`), and prints p50, p90 and p99 TTFT of both and the signed
-relative error per policy. Bad input is one line on stderr and exit status 2.
+relative error per policy. Bad input is one line on stderr and exit status 2; a failed
+measurement or replay, one line and status 1.
 """
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import numpy as np
 
 import traces
 from calibration.replay.compare import errors, instance_phases, parts, simulate, with_startup
+from calibration.replay.scale import compare_speeds
 from calibration.replay.scenario import (
     FULL,
     MODELS,
@@ -34,6 +37,7 @@ from calibration.replay.scenario import (
 )
 from calibration.replay.scheduler import Replay
 from sim import seeds
+from sim.config import load_config
 from sim.errors import InputError
 from sim.profile import read_profile
 
@@ -90,7 +94,7 @@ def _measure(work: Path) -> Path:
     """Run `calibration.measure` (quick, on the CPU) into the work directory."""
     out = work / "profile.json"
     command = [sys.executable, "-m", "calibration.measure", "--device", "cpu", "--quick"]
-    command += ["--dir", str(work / "measure"), "--out", str(out)]
+    command += ["--dir", str(work), "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -123,7 +127,11 @@ def _validate_policy(
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
         **errors(real_ttft, simulated["ttft_s"].to_numpy()),
         "real": parts(real) | phases,
-        "sim": parts(simulated) | {"instance_startup_s": derived["instance_startup_s"]},
+        "sim": parts(simulated)
+        | {
+            "instance_startup_s": derived["instance_startup_s"],
+            "migrated_requests": int((simulated["migrations"] > 0).sum()),
+        },
         "with_replay_startup": {"instance_startup_s": startup}
         | {k: v for k, v in errors(real_ttft, corrected).items() if k.endswith("rel_error")},
     }
@@ -135,12 +143,14 @@ def run(args: argparse.Namespace) -> dict:
         read_profile(args.profile)  # bad input is refused before anything runs
     scenario = QUICK if args.quick else FULL
     started = time.monotonic()
+    load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     with _workspace(args.dir) as layout:
         profile = args.profile or _measure(layout.work)
         _, digest = read_profile(profile)
         sizes = write_checkpoints(scenario, layout)
         write_trace(scenario, layout, args.seed)
         write_cluster(scenario, layout, sizes)
+        speeds = compare_speeds(scenario, load_config(layout.cluster, profile))
         results = {
             p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
         }
@@ -149,6 +159,8 @@ def run(args: argparse.Namespace) -> dict:
         | {k: v for k, v in vars(scenario).items()},
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
         "wall_s": time.monotonic() - started,
+        "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
+        "inference_speeds": speeds,
         "policies": results,
     }
 
@@ -170,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     print(json.dumps(report, indent=2) if args.json else _table(report))
     return 0
 

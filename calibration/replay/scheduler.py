@@ -236,7 +236,8 @@ class Replay:
         if message is None:
             if instance.state != STOPPED:
                 error = (self.layout.work / f"instance-{instance.id}.err").read_text()
-                raise RuntimeError(f"instance {instance.id} died: {error.strip()[-500:]}")
+                last = (error.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"replay instance {instance.id} died: {last}")
             return
         event, t = message["event"], message["t"] - self._t0
         if event in ("started", "loaded", "ready"):
