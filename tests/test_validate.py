@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibration.replay.compare import instance_phases
+from calibration.replay.records import InstanceRecord, Records
 from calibration.replay.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
@@ -113,6 +115,20 @@ def test_the_dram_cache_evicts_least_recently_used_and_reports_it():
     assert evicted == [(0, "a")]
     assert list(book.holders("a", "dram")) == []
     assert list(book.holders("a", "ssd")) == [0]
+
+
+def test_instance_phases_tell_overlapping_start_ups_apart():
+    records = Records(0)
+    records.instances = [
+        InstanceRecord("a", 0, "ssd", 0.0, 2.0, 2.5, 2.75),
+        InstanceRecord("b", 1, "ssd", 1.0, 4.0, 4.25, 4.5),
+        InstanceRecord("a", 0, "dram", 10.0, 12.0, 12.25, 12.5),
+    ]
+    phases = instance_phases(records)
+    assert phases["overlapping_starts"] == 2
+    assert phases["process_start_s_median_alone"] == 2.0
+    assert phases["process_start_s_median_overlapping"] == 2.5
+    assert phases["load_s_median"] == 0.25
 
 
 def validate(*args: str) -> subprocess.CompletedProcess:

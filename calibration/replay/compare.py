@@ -48,14 +48,31 @@ def parts(frame: pd.DataFrame) -> dict[str, float | dict[str, int]]:
 
 
 def instance_phases(records: Records) -> dict[str, float]:
-    """Medians over the real instances: spawn to torch imported, the load, the model build."""
+    """Medians over the real instances: spawn to torch imported (split by whether another
+    instance was starting meanwhile: they share this machine's cores, where the simulator
+    gives each server its own), the load, the model build."""
     rows = pd.DataFrame([vars(i) for i in records.instances])
+    start = rows["started"] - rows["spawned"]
+    spans = list(zip(rows["spawned"], rows["started"], strict=True))
+    shared = np.array(
+        [
+            any(j != i and b0 < a1 and a0 < b1 for j, (b0, b1) in enumerate(spans))
+            for i, (a0, a1) in enumerate(spans)
+        ]
+    )
     return {
         "instances": len(rows),
-        "process_start_s_median": float((rows["started"] - rows["spawned"]).median()),
+        "process_start_s_median": float(start.median()),
+        "process_start_s_median_alone": _median(start[~shared]),
+        "process_start_s_median_overlapping": _median(start[shared]),
+        "overlapping_starts": int(shared.sum()),
         "load_s_median": float((rows["loaded"] - rows["started"]).median()),
         "build_s_median": float((rows["ready"] - rows["loaded"]).median()),
     }
+
+
+def _median(values: pd.Series) -> float | None:
+    return float(values.median()) if len(values) else None
 
 
 def with_startup(profile: Path, startup_s: float, dst: Path) -> Path:
