@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import traces
 from calibration.replay.compare import errors, instance_phases, parts, simulate, with_startup
@@ -40,6 +41,7 @@ from sim import seeds
 from sim.config import load_config
 from sim.errors import InputError
 from sim.profile import read_profile
+from sim.publish import staged_directory
 
 # The policies the real replay can carry out: it neither migrates nor preempts.
 POLICIES = ("random", "locality", "startup-aware")
@@ -59,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
     parser.add_argument("--seed", type=int, default=0, help="fixes the trace and policy draws")
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="disk for the SSDs")
+    parser.add_argument("--out", type=Path, help="also write the report and per-request tables")
     return parser
 
 
@@ -109,7 +112,9 @@ def _validate_policy(
     profile: Path,
     policy: str,
     seed: int,
-) -> dict:
+) -> tuple[dict, dict[str, pd.DataFrame]]:
+    """The policy's report, and its tables by file name (real and simulated requests, the
+    real instances)."""
     derived, _ = read_profile(profile)
     trace = traces.load(layout.trace, list(MODELS), seeds.rng(seed, "trace"))
     limit_s = float(trace["arrival_s"].max()) + SLACK_S
@@ -122,7 +127,12 @@ def _validate_policy(
     patched = with_startup(profile, startup, layout.work / "profile-replay-startup.json")
     corrected = simulate(layout, patched, policy, seed)["ttft_s"].to_numpy()
     real_ttft = real["ttft_s"].to_numpy()
-    return {
+    tables = {
+        f"{policy}-real.csv": real,
+        f"{policy}-sim.csv": simulated,
+        f"{policy}-instances.csv": records.instances_frame(),
+    }
+    result = {
         "requests": len(trace),
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
         **errors(real_ttft, simulated["ttft_s"].to_numpy()),
@@ -135,10 +145,25 @@ def _validate_policy(
         "with_replay_startup": {"instance_startup_s": startup}
         | {k: v for k, v in errors(real_ttft, corrected).items() if k.endswith("rel_error")},
     }
+    return result, tables
+
+
+def _check_out(out: Path | None) -> None:
+    if out is not None and out.exists() and not (out / "report.json").is_file():
+        raise InputError(f"--out {out}: exists and is not a validate output; not replacing it")
+
+
+def _write_out(out: Path, report: dict, tables: dict[str, pd.DataFrame]) -> None:
+    """The report and every table, as one directory put in place atomically."""
+    with staged_directory(out) as staging:
+        (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        for name, table in tables.items():
+            table.to_csv(staging / name, index=False)
 
 
 def run(args: argparse.Namespace) -> dict:
     policies = _policies(args.policies)
+    _check_out(args.out)
     if args.profile is not None:
         read_profile(args.profile)  # bad input is refused before anything runs
     scenario = QUICK if args.quick else FULL
@@ -151,18 +176,22 @@ def run(args: argparse.Namespace) -> dict:
         write_trace(scenario, layout, args.seed)
         write_cluster(scenario, layout, sizes)
         speeds = compare_speeds(scenario, load_config(layout.cluster, profile))
-        results = {
+        runs = {
             p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
         }
-    return {
+    report = {
         "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes}
         | {k: v for k, v in vars(scenario).items()},
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
         "inference_speeds": speeds,
-        "policies": results,
+        "policies": {policy: result for policy, (result, _) in runs.items()},
     }
+    if args.out is not None:
+        tables = {name: t for _, named in runs.values() for name, t in named.items()}
+        _write_out(args.out, report, tables)
+    return report
 
 
 def _table(report: dict) -> str:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from calibration.replay.compare import instance_phases
@@ -144,6 +145,7 @@ def validate(*args: str) -> subprocess.CompletedProcess:
         ["--policies", "preemption"],
         ["--seed", "x"],
         ["--dir", "/no/such/dir"],
+        ["--out", "/"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args):
@@ -162,9 +164,15 @@ def test_a_bad_profile_names_the_file(tmp_path):
 
 
 def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
-    done = validate("--quick", "--json", "--profile", str(profile), "--policies", "locality")
+    out = tmp_path / "out"
+    args = ["--quick", "--json", "--profile", str(profile), "--policies", "locality"]
+    done = validate(*args, "--out", str(out))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert json.loads((out / "report.json").read_text()) == report
+    real = pd.read_csv(out / "locality-real.csv")
+    assert len(real) == report["policies"]["locality"]["requests"]
+    assert real["ttft_s"].notna().all() and (real["ttft_s"] > 0).all()
     result = report["policies"]["locality"]
     assert result["real_ttfts"] == result["requests"] > 0
     for q in (50, 90, 99):

@@ -51,7 +51,7 @@ def instance_phases(records: Records) -> dict[str, float]:
     """Medians over the real instances: spawn to torch imported (split by whether another
     instance was starting meanwhile: they share this machine's cores, where the simulator
     gives each server its own), the load, the model build."""
-    rows = pd.DataFrame([vars(i) for i in records.instances])
+    rows = records.instances_frame()
     start = rows["started"] - rows["spawned"]
     spans = list(zip(rows["spawned"], rows["started"], strict=True))
     shared = np.array(

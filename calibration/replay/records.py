@@ -7,6 +7,7 @@ instance's startup splits further into the process start (spawn to `started`, af
 importing torch) and the load (`started` to `ready`).
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,8 +41,7 @@ class Records:
 
     def placed(self, i: int, now: float, server: int, tier: str, instance: int) -> None:
         self.placed_at[i], self.server[i], self.instance[i] = now, server, instance
-        ready = self.instances[instance].ready
-        self.tier[i] = "warm" if ready == ready else tier  # ready is NaN until it is
+        self.tier[i] = tier if math.isnan(self.instances[instance].ready) else "warm"
 
     def spawned(self, instance: int, model: str, server: int, tier: str, now: float) -> None:
         self.instances.append(InstanceRecord(model, server, tier, now))
@@ -55,9 +55,9 @@ class Records:
     def done(self, i: int, t: float) -> None:
         self.finished[i] = t
 
-    @property
-    def ttft(self) -> np.ndarray:
-        return self.first - self.arrival
+    def instances_frame(self) -> pd.DataFrame:
+        """One row per instance: model, server, tier and its phases' times."""
+        return pd.DataFrame([vars(i) for i in self.instances])
 
     def frame(self) -> pd.DataFrame:
         """One row per request, with the simulator's TTFT parts."""
@@ -71,7 +71,7 @@ class Records:
                 "queue_s": self.placed_at - self.arrival,
                 "startup_s": startup,
                 "prefill_s": self.first - self.placed_at - startup,
-                "ttft_s": self.ttft,
+                "ttft_s": self.first - self.arrival,
                 "e2e_s": self.finished - self.arrival,
             }
         )
