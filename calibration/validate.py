@@ -153,12 +153,18 @@ def _check_out(out: Path | None) -> None:
         raise InputError(f"--out {out}: exists and is not a validate output; not replacing it")
 
 
-def _write_out(out: Path, report: dict, tables: dict[str, pd.DataFrame]) -> None:
-    """The report and every table, as one directory put in place atomically."""
+def _write_out(
+    out: Path, report: dict, tables: dict[str, pd.DataFrame], inputs: dict[str, bytes]
+) -> None:
+    """The report, every table and the simulator's inputs (so that `python -m sim run
+    --trace trace.csv --cluster cluster.toml --profile profile.json` reruns its side), as
+    one directory put in place atomically."""
     with staged_directory(out) as staging:
         (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n")
         for name, table in tables.items():
             table.to_csv(staging / name, index=False)
+        for name, data in inputs.items():
+            (staging / name).write_bytes(data)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -179,6 +185,11 @@ def run(args: argparse.Namespace) -> dict:
         runs = {
             p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
         }
+        inputs = {
+            "trace.csv": layout.trace.read_bytes(),
+            "cluster.toml": layout.cluster.read_bytes(),
+            "profile.json": profile.read_bytes(),
+        }
     report = {
         "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes}
         | {k: v for k, v in vars(scenario).items()},
@@ -190,7 +201,7 @@ def run(args: argparse.Namespace) -> dict:
     }
     if args.out is not None:
         tables = {name: t for _, named in runs.values() for name, t in named.items()}
-        _write_out(args.out, report, tables)
+        _write_out(args.out, report, tables, inputs)
     return report
 
 

@@ -32,6 +32,7 @@ DERIVED = {
     "migration_per_token_s": 0.0005,
 }
 MB = 10**6
+INPUTS = {"trace": "trace.csv", "cluster": "cluster.toml", "profile": "profile.json"}
 
 
 @pytest.fixture
@@ -173,6 +174,13 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
     real = pd.read_csv(out / "locality-real.csv")
     assert len(real) == report["policies"]["locality"]["requests"]
     assert real["ttft_s"].notna().all() and (real["ttft_s"] > 0).all()
+    # The simulator's side reruns from the inputs written beside the report.
+    inputs = [f"--{name}={out / file}" for name, file in INPUTS.items()]
+    run = tmp_path / "run"
+    sim = [sys.executable, "-m", "sim", "run", "--policy", "locality", "--quiet", "--out", str(run)]
+    subprocess.run([*sim, *inputs], check=True, timeout=120)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["ttft_p50_s"] == pytest.approx(report["policies"]["locality"]["ttft_p50_sim_s"])
     result = report["policies"]["locality"]
     assert result["real_ttfts"] == result["requests"] > 0
     for q in (50, 90, 99):
