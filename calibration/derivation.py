@@ -7,8 +7,9 @@ simulator's model means by it (sim/profile.py documents the fields):
 - `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
   (the page cache), moved onto the device by the same code a DRAM-cache load runs;
 - `instance_startup_s`: a fresh process importing torch and creating its context;
-- `decode_step_s`, `decode_step_per_request_s`: the decode line at batch 1, its slope;
-- `recompute_tokens_per_s`: the inverse slope of the prefill line;
+- `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and what
+  each extra request adds (the decode line's slope);
+- `recompute_tokens_per_s`: the inverse slope of the prefill line (through the origin);
 - `migration_fixed_s`, `migration_per_token_s`: the intercept and slope of the
   stop-and-copy round line.
 
@@ -64,8 +65,15 @@ def derive(
             f"decode ({decode_tokens_per_s:.0f} tokens/s) on this hardware: the design "
             "expects it to be, and token migration gains less here"
         )
-    notes.append(
-        f"a prefill also costs a fixed {max(prefill.intercept, 0.0):.3g} s per forward pass "
-        "(the prefill line's intercept), which the simulator's prefill rate leaves out"
-    )
+    rates = [
+        int(name.split("_")[1]) / measurements[name].median
+        for name in measurements
+        if name.startswith("prefill_")
+    ]
+    if rates:
+        notes.append(
+            f"prefill ran at {min(rates):.0f}-{max(rates):.0f} tokens/s over the prompt "
+            "lengths measured (attention costs more per token in long prompts); "
+            "recompute_tokens_per_s is the rate that fits them best"
+        )
     return derived, notes

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from calibration.derivation import derive
-from calibration.linear_fit import Line, fit_line
+from calibration.linear_fit import Line, fit_line, fit_through_origin
 from calibration.measurement import Measurement
 from calibration.plausibility import ImpossibleProfile, check
 
@@ -61,6 +61,7 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["ssd_read_bytes_per_s"] == measurements["loader_cold"]["median"]
     assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
+    assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
     fits = document["machine"]["fits"]
     assert derived["recompute_tokens_per_s"] == 1 / fits["prefill"]["slope"]
     assert derived["migration_per_token_s"] == fits["migration"]["slope"]
@@ -180,3 +181,10 @@ def test_a_line_through_exact_points_is_recovered():
     assert line.r2 == pytest.approx(1.0)
     with pytest.raises(ValueError, match="two or more distinct"):
         fit_line([2, 2], [1.0, 3.0])
+
+
+def test_a_rate_through_the_origin_is_recovered():
+    line = fit_through_origin([100, 400], [1.0, 4.0])
+    assert line.slope == pytest.approx(0.01) and line.intercept == 0.0
+    with pytest.raises(ValueError, match="nonzero"):
+        fit_through_origin([0], [1.0])
