@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from calibration.derivation import derive
 from calibration.linear_fit import Line, fit_line, fit_through_origin
 from calibration.measurement import Measurement
 from calibration.plausibility import ImpossibleProfile, check
+from calibration.reader import load
+from calibration.storage_probe import measure_storage, prepare
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
 WARM = ("loader_warm", "safetensors_warm")
@@ -188,3 +191,17 @@ def test_a_rate_through_the_origin_is_recovered():
     assert line.slope == pytest.approx(0.01) and line.intercept == 0.0
     with pytest.raises(ValueError, match="nonzero"):
         fit_through_origin([0], [1.0])
+
+
+def test_the_storage_figures_can_come_from_the_users_own_tensors(tmp_path):
+    source = tmp_path / "mine.safetensors"
+    mine = {"lm_head.weight": torch.randn(64, 256), "model.embed_tokens.weight": torch.ones(8)}
+    save_file(mine, source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    files = prepare(scratch, 0, source)
+    loaded = load(files.checkpoint)
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in mine.items())
+    figures = measure_storage(files, "cpu", 1, [(2**20, 1)], lambda _: None)
+    assert {"raw_cold", "loader_cold", "loader_warm", "safetensors_cold"} <= figures.keys()
+    assert figures["loader_cold"].samples[0] > 0
