@@ -2,22 +2,17 @@
 
 Measured on `calibration.model`'s decoder with random weights, at a size the profile
 records (`reference_model_bytes`), since the simulator scales every catalog model's
-speeds from it by weights per GPU. A decode step's time is a line in the batch size,
-anchored at the step measured at batch 1 (the commonest batch in a serverless cluster,
-and on a CPU a faster kernel than the rest), with the least-squares slope of what each
-extra request adds; a prefill's time as a line
-through the origin in the prompt length, the simulator's model of it, whose inverse
-slope is the tokens per second of recompute (the rate at which a migration's
-destination rebuilds a KV cache). Attention makes long prompts cost more per token, so
-the rate depends on the lengths measured: they span typical prompts. Every point is the
-median of repeated timings after a warm-up.
+speeds from it by weights per GPU. Decode steps are timed with a short context in the
+cache at batch sizes from 1 up; prefills over prompts of typical lengths into a cache
+allocated beforehand (as a serving replica keeps one). Every point is the median of
+repeated timings after a warm-up; `calibration.derivation` fits the cost models.
 """
 
 from collections.abc import Callable, Sequence
 
 import torch
 
-from calibration.linear_fit import Line, fit_through_origin
+from calibration.linear_fit import Points
 from calibration.measurement import Measurement, seconds
 from calibration.model import KVCache, ModelConfig, Transformer
 
@@ -26,11 +21,8 @@ CONTEXT_TOKENS = 32  # already in the cache when decode steps are timed
 
 def measure_decode(
     model: Transformer, batches: Sequence[int], steps: int
-) -> tuple[dict[str, Measurement], Line]:
-    """`decode_step_batch_{b}` in s for each batch size b (1 first), and the line through
-    batch 1's step whose slope fits the others best."""
-    if batches[0] != 1 or len(batches) < 2:
-        raise ValueError("decode batches must start at 1 and have another size")
+) -> tuple[dict[str, Measurement], Points]:
+    """`decode_step_batch_{b}` in s for each batch size b, and their medians by b."""
     results = {}
     for batch in batches:
         cache = model.new_cache(batch)
@@ -44,33 +36,30 @@ def measure_decode(
         step()  # warm-up
         timings = tuple(seconds(step) for _ in range(steps))
         results[f"decode_step_batch_{batch}"] = Measurement(timings, "s", False)
-    one = results["decode_step_batch_1"].median
-    extra = fit_through_origin(
-        [b - 1 for b in batches[1:]],
-        [results[f"decode_step_batch_{b}"].median - one for b in batches[1:]],
-    )
-    return results, Line(extra.slope, one - extra.slope, extra.r2)
+    medians = tuple(results[f"decode_step_batch_{b}"].median for b in batches)
+    return results, Points(tuple(map(float, batches)), medians)
 
 
 def measure_prefill(
     model: Transformer, lengths: Sequence[int], runs: int
-) -> tuple[dict[str, Measurement], Line]:
-    """`prefill_{n}_tokens` in s for each prompt length n, and the rate's line through them
-    and the origin."""
+) -> tuple[dict[str, Measurement], Points]:
+    """`prefill_{n}_tokens` in s for each prompt length n, and their medians by n."""
     results = {}
+    cache = model.new_cache()
     for length in lengths:
         prompt = _tokens(model.config, 1, length)[0].tolist()
 
         def prefill(prompt: list[int] = prompt) -> None:
-            model.prefill(prompt, model.new_cache())
+            cache.length = 0  # reuse the cache: a replica does not allocate one per request
+            model.prefill(prompt, cache)
 
         timed = _synchronized(model, prefill)
         timed()  # warm-up
         results[f"prefill_{length}_tokens"] = Measurement(
             tuple(seconds(timed) for _ in range(runs)), "s", False
         )
-    line = fit_through_origin(lengths, [results[f"prefill_{n}_tokens"].median for n in lengths])
-    return results, line
+    medians = tuple(results[f"prefill_{n}_tokens"].median for n in lengths)
+    return results, Points(tuple(map(float, lengths)), medians)
 
 
 def model_bytes(model: Transformer) -> int:
