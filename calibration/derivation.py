@@ -14,7 +14,8 @@ well as that model can (sim/profile.py documents the fields):
   prefill takes tokens / rate, with no fixed term);
 - `migration_fixed_s`: what a stop-and-copy round costs beyond recomputing its tokens
   at that rate (the simulator's round is `fixed + tokens / rate` plus the tokens'
-  bytes over the network, which on one machine is a pipe);
+  bytes over the network, which on one machine is a pipe), fitted in relative terms:
+  the fixed cost matters most in the short final round, the pause a request sees;
 - `migration_per_token_s`: the slope of a free line through the rounds, for the record
   (the simulator derives its own from the network and the rate).
 

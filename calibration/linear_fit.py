@@ -66,9 +66,11 @@ def fit_through(points: Points, x0: float, y0: float) -> Line:
 
 
 def fit_intercept(points: Points, slope: float) -> Line:
-    """The least-squares line of the given slope: its intercept is the mean residual."""
+    """The line of the given slope whose intercept fits `points` in relative terms
+    (residuals weighted by 1/y², so a short time's error counts as much as a long one's)."""
     x, y = _arrays(points)
-    intercept = float(np.mean(y - slope * x))
+    weights = 1 / y**2
+    intercept = float(np.sum(weights * (y - slope * x)) / np.sum(weights))
     return Line(slope, intercept, _r2(x, y, slope, intercept))
 
 
