@@ -38,7 +38,7 @@ from calibration.staging import stream_staged
 # 1.59 GB/s against 1.43 with two threads and 1.24 with one), page-cache copies with 1-4
 # MiB requests (smaller ones pay per-call overhead; the thread count mattered little).
 DEFAULT_THREADS = 4
-DEFAULT_CHUNK_BYTES = {"direct": 16 * 2**20, "buffered": 4 * 2**20, "map": 4 * 2**20}
+DEFAULT_CHUNK_BYTES = {"direct": 16 * 2**20, "buffered": 4 * 2**20, "map": 16 * 2**20}
 MODES = ("auto", "direct", "buffered", "map")
 # A file at least this resident in the page cache is read through it; a sample of its
 # pages tells (checking every page took 2-4% of a cold load).
