@@ -9,8 +9,10 @@ tensor is checked before any view is made: a corrupted checkpoint raises
 `CheckpointError`, never returns garbage.
 
 Cold files (mostly not in the page cache) are read with O_DIRECT: large aligned
-requests, no page-cache copy. Warm files are read through the page cache, which is then
-a memory copy. Where O_DIRECT is refused, reads fall back to the page cache with a
+requests, no page-cache copy. A warm file bound for the CPU is mapped instead of read
+(`calibration.mapped`): the buffer is the page cache itself, and the threads' checksum
+pass is the first touch of it. A warm file bound for a GPU is read through the page
+cache. Where O_DIRECT is refused, reads fall back to the page cache with a
 `DirectIOFallback` warning.
 """
 
