@@ -3,8 +3,8 @@
 A file in the page cache already is host memory. Reading it copies every byte into a
 buffer of ours (a kernel copy of 6-10 GB/s here), where a private mapping hands out the
 page cache's own pages, as safetensors does. The checksum pass over the mapping, one
-region per thread, is then the first touch that maps the pages in (22 GB/s on two
-threads here, against 6 GB/s for copying and summing). Writes to the tensors copy the
+region per thread, is then the first touch that maps the pages in (on this VM, quiet:
+20-22 GB/s on two threads, against 6 GB/s for copying and summing). Writes to the tensors copy the
 pages they touch (MAP_PRIVATE) and never reach the file. The price of sharing the page
 cache: under memory pressure the kernel may drop the tensors' pages and read them back
 from disk on their next use, and a blob truncated in place while mapped faults

@@ -35,10 +35,13 @@ from calibration.pagecache import resident_fraction
 from calibration.plan import Region, add_piece_sums, check_read, plan_regions
 from calibration.staging import stream_staged
 
-# Measured with benchmarks/loader.py's sweeps on the project's 2-core VM (1 GiB, medians):
-# O_DIRECT went fastest with four requests of 4-64 MiB in flight (16 MiB x 4 threads:
-# 1.59 GB/s against 1.43 with two threads and 1.24 with one), page-cache copies with 1-4
-# MiB requests (smaller ones pay per-call overhead; the thread count mattered little).
+# Measured on the project's 2-core VM (1 GiB, medians; the VM is shared, so noisy):
+# O_DIRECT reaches the disk's plateau with two to four requests of 4-64 MiB in flight;
+# four threads keep it there while one of them sums what it read (16 MiB x 4: 1.37 GB/s,
+# raw O_DIRECT of the same geometry 1.40, ten interleaved runs; eight threads did no
+# better). Summing a mapped file: 16 MiB regions on two to four threads, 19-20 GB/s
+# against 13-15 on one (smaller regions no better). Page-cache copies (a GPU's warm
+# path) with 1-4 MiB requests (smaller ones pay per-call overhead).
 DEFAULT_THREADS = 4
 DEFAULT_CHUNK_BYTES = {"direct": 16 * 2**20, "buffered": 4 * 2**20, "map": 16 * 2**20}
 MODES = ("auto", "direct", "buffered", "map")

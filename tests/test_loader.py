@@ -138,6 +138,12 @@ def test_a_mapped_load_is_bit_identical_views_of_one_mapping(tmp_path):
     assert len({tensor.untyped_storage().data_ptr() for tensor in loaded.values()}) == 1
 
 
+def test_an_empty_blob_maps(tmp_path):
+    path = write(tmp_path, {"empty.weight": torch.empty((0, 3), dtype=torch.float16)})
+    assert read_index(path).total_bytes == 0
+    assert calibration.load(path, mode="map")["empty.weight"].shape == (0, 3)
+
+
 def test_writes_to_mapped_tensors_never_reach_the_file(tmp_path):
     tensors = llama_like()
     path = write(tmp_path, tensors)
