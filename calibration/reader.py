@@ -39,14 +39,15 @@ from calibration.staging import stream_staged
 # O_DIRECT reaches the disk's plateau with two to four requests of 4-64 MiB in flight;
 # four threads keep it there while one of them sums what it read (16 MiB x 4: 1.37 GB/s,
 # raw O_DIRECT of the same geometry 1.40, ten interleaved runs; eight threads did no
-# better). Summing a mapped file: 16 MiB regions on two to four threads, 19-20 GB/s
-# against 13-15 on one (smaller regions no better). Page-cache copies (a GPU's warm
-# path) with 1-4 MiB requests (smaller ones pay per-call overhead).
+# better). Summing a mapped file, the VM quiet: 16 MiB regions on two to four threads,
+# 19-20 GB/s against 13-15 on one, 4 MiB ones 15-18 (under load the benchmark's sweeps
+# could not tell 1, 4 and 16 MiB apart). Page-cache copies (a GPU's warm path) with 1-4
+# MiB requests (smaller ones pay per-call overhead).
 DEFAULT_THREADS = 4
 DEFAULT_CHUNK_BYTES = {"direct": 16 * 2**20, "buffered": 4 * 2**20, "map": 16 * 2**20}
 MODES = ("auto", "direct", "buffered", "map")
-# A file at least this resident in the page cache is read through it; a sample of its
-# pages tells (checking every page took 2-4% of a cold load).
+# A file at least this resident in the page cache is mapped (CPU) or read through it
+# (GPU); a sample of its pages tells (checking every page took 2-4% of a cold load).
 WARM_FRACTION = 0.5
 RESIDENCY_SAMPLES = 256
 
@@ -73,8 +74,9 @@ def load(
     mode: "direct" (O_DIRECT), "buffered" (read through the page cache), "map" (CPU
     only: views of a copy-on-write mapping of the cached file, see `calibration.mapped`)
     or "auto": a blob mostly in the page cache is mapped on the CPU and read buffered for
-    a GPU, any other is read with O_DIRECT. chunk_bytes: the size of each read request,
-    or of each region summed in a mapping (default by mode). slab_bytes, ring_depth: the
+    a GPU, any other is read with O_DIRECT. threads: reader threads, or summing threads
+    for a mapping. chunk_bytes: the size of each read request, or of each region summed
+    in a mapping (default by mode). slab_bytes, ring_depth: the
     GPU staging ring (see `calibration.staging`). out: a uint8 buffer on `device` of at
     least `buffer_bytes(path)` for the blob to be read into, instead of allocating one
     (a checkpoint store keeps such buffers; on the CPU a fresh one costs page faults).
