@@ -7,9 +7,11 @@ safetensors file, a PyTorch state dict and a thaw checkpoint, then measures in o
 
 - raw: an O_DIRECT read of the thaw blob into a pre-faulted aligned buffer, the best
   request size and thread count of a sweep: the physical limit, read only.
-- safetensors `load_file`, `torch.load(weights_only=True)`, and thaw's `load` (into a
-  reused, pre-faulted buffer, as a checkpoint store keeps, the one raw reads into;
-  "thaw fresh" allocates one per load).
+- safetensors `load_file`, `torch.load(weights_only=True)`, and thaw's `load` (given
+  a reused, pre-faulted buffer, as a checkpoint store keeps, the one raw reads into;
+  "thaw fresh" allocates one per load). Cold, thaw reads with O_DIRECT; warm, on the
+  CPU it maps the cached file as safetensors does ("thaw buffered", warm only, is the
+  copying path: the page cache read into the reused buffer).
   Every loader's tensors are then touched through a wide (int64) view, so mmap-backed
   loaders pay what they deferred; the touch is part of each loader's time. "thaw
   no-touch" is the same thaw run timed without it: thaw's load has already read every
@@ -42,7 +44,7 @@ from calibration.buffers import host_buffer
 from calibration.format import BLOB_NAME, is_checkpoint, read_index
 from calibration.raw_read import DirectIORefused
 from calibration.raw_read import raw_read as direct_read
-from calibration.reader import choose_direct
+from calibration.reader import choose_mode
 from calibration.synthetic import llama_shapes, random_bf16
 from calibration.touch import touch
 from sim.units import parse_size
@@ -50,8 +52,10 @@ from sim.units import parse_size
 MiB = 2**20
 RAW_CHUNKS = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]
 RAW_THREADS = [1, 2, 4]
-WARM_CHUNKS = [256 * 2**10, 1 * MiB, 4 * MiB]
+WARM_CHUNKS = [1 * MiB, 4 * MiB, 16 * MiB]
 LOADERS = ["safetensors", "torch.load", "thaw", "thaw fresh"]
+WARM_LOADERS = [*LOADERS, "thaw buffered"]
+THAW_MODES = {"thaw": "auto", "thaw fresh": "auto", "thaw buffered": "buffered"}
 NO_TOUCH = "thaw no-touch"
 # A cold result this much faster than the raw device was (partly) served from a cache.
 CACHE_SUSPECT = 1.15
@@ -106,6 +110,7 @@ class Bench:
     def __init__(self, files: dict[str, Path], device: str) -> None:
         self.files = files
         self.device = device
+        self.target = torch.device(device)
         self.blob = files["thaw"] / BLOB_NAME
         self.payload = sum(entry.nbytes for entry in read_index(files["thaw"]).tensors)
         size = calibration.buffer_bytes(files["thaw"])
@@ -132,7 +137,8 @@ class Bench:
             return lambda: torch.load(
                 self.files["torch.load"], map_location=device, weights_only=True
             )
-        out = self.out if variant == "thaw" else None
+        out = None if variant == "thaw fresh" else self.out
+        options = {"mode": THAW_MODES[variant]} | options
         return lambda: calibration.load(self.files["thaw"], device, out=out, **options)
 
     def measure(self, variant: str, state: str, **options) -> float:
@@ -141,8 +147,8 @@ class Bench:
         resident = make_cold(source) if state == "cold" else make_warm(source)
         self.resident[state] = (min if state == "warm" else max)(self.resident[state], resident)
         if variant.startswith("thaw"):
-            direct = choose_direct(source, options.get("mode", "auto"))
-            self.thaw_modes.add(f"{state} {'direct' if direct else 'buffered'}")
+            mode = options.get("mode", THAW_MODES[variant])
+            self.thaw_modes.add(f"{variant} {state}: {choose_mode(source, mode, self.target)}")
         gc.collect()
         if variant == "raw":
             seconds = raw_read(self.blob, self.host, options["chunk"], options["threads"])
@@ -184,7 +190,7 @@ def sweep(bench: Bench, variant: str, state: str, grid, runs: int) -> dict[str, 
             else {
                 "chunk_bytes": chunk,
                 "threads": threads,
-                "mode": "direct" if state == "cold" else "buffered",
+                "mode": "direct" if state == "cold" else warm_mode(bench.device),
             }
         )
         seconds = [bench.measure(variant, state, **options) for _ in range(runs)]
@@ -193,9 +199,14 @@ def sweep(bench: Bench, variant: str, state: str, grid, runs: int) -> dict[str, 
     return results
 
 
+def warm_mode(device: str) -> str:
+    """What `load` does with a cached file on `device` (the warm sweep's mode)."""
+    return "map" if device == "cpu" else "buffered"
+
+
 def summary(bench: Bench) -> dict:
     stats = {}
-    for variant, state in itertools.product(["raw", *LOADERS, NO_TOUCH], ["cold", "warm"]):
+    for variant, state in itertools.product(["raw", *WARM_LOADERS, NO_TOUCH], ["cold", "warm"]):
         seconds = bench.seconds.get((variant, state))
         if not seconds:
             continue
@@ -242,7 +253,7 @@ def run(args: argparse.Namespace) -> dict:
             bench.measure("raw", "cold", chunk=chunk, threads=threads)
         for variant in order:
             bench.measure(variant, "cold")
-        for variant in order:
+        for variant in order + WARM_LOADERS[len(LOADERS) :]:
             bench.measure(variant, "warm")
     raw_runs = {
         config: bench.seconds.pop((f"raw {_label(*config)}", "cold")) for config in finalists
@@ -281,6 +292,7 @@ def run(args: argparse.Namespace) -> dict:
         "thaw_fresh_warm_gbps": median("thaw fresh warm"),
         "safetensors_warm_gbps": median("safetensors warm"),
         "torch_load_warm_gbps": median("torch.load warm"),
+        "thaw_buffered_warm_gbps": median("thaw buffered warm"),
         "thaw_no_touch_cold_gbps": median(f"{NO_TOUCH} cold"),
         "thaw_no_touch_warm_gbps": median(f"{NO_TOUCH} warm"),
         "thaw_modes": sorted(bench.thaw_modes),

@@ -2,18 +2,17 @@
 
 Measured on `calibration.model`'s decoder with random weights, at a size the profile
 records (`reference_model_bytes`), since the simulator scales every catalog model's
-speeds from it by weights per GPU. A decode step's time is fitted as a line in the batch
-size (step at batch 1, plus what each extra request adds); a prefill's time as a line in
-the prompt length, whose slope gives the tokens per second of recompute (the rate at
-which a migration's destination rebuilds a KV cache) and whose intercept is the fixed
-cost of a forward pass. Every point is the median of repeated timings after a warm-up.
+speeds from it by weights per GPU. Decode steps are timed with a short context in the
+cache at batch sizes from 1 up; prefills over prompts of typical lengths into a cache
+allocated beforehand (as a serving replica keeps one). Every point is the median of
+repeated timings after a warm-up; `calibration.derivation` fits the cost models.
 """
 
 from collections.abc import Callable, Sequence
 
 import torch
 
-from calibration.linear_fit import Line, fit_line
+from calibration.linear_fit import Points
 from calibration.measurement import Measurement, seconds
 from calibration.model import KVCache, ModelConfig, Transformer
 
@@ -22,8 +21,8 @@ CONTEXT_TOKENS = 32  # already in the cache when decode steps are timed
 
 def measure_decode(
     model: Transformer, batches: Sequence[int], steps: int
-) -> tuple[dict[str, Measurement], Line]:
-    """`decode_step_batch_{b}` in s for each batch size b, and the line through them."""
+) -> tuple[dict[str, Measurement], Points]:
+    """`decode_step_batch_{b}` in s for each batch size b, and their medians by b."""
     results = {}
     for batch in batches:
         cache = model.new_cache(batch)
@@ -37,28 +36,30 @@ def measure_decode(
         step()  # warm-up
         timings = tuple(seconds(step) for _ in range(steps))
         results[f"decode_step_batch_{batch}"] = Measurement(timings, "s", False)
-    line = fit_line(batches, [results[f"decode_step_batch_{b}"].median for b in batches])
-    return results, line
+    medians = tuple(results[f"decode_step_batch_{b}"].median for b in batches)
+    return results, Points(tuple(map(float, batches)), medians)
 
 
 def measure_prefill(
     model: Transformer, lengths: Sequence[int], runs: int
-) -> tuple[dict[str, Measurement], Line]:
-    """`prefill_{n}_tokens` in s for each prompt length n, and the line through them."""
+) -> tuple[dict[str, Measurement], Points]:
+    """`prefill_{n}_tokens` in s for each prompt length n, and their medians by n."""
     results = {}
+    cache = model.new_cache()
     for length in lengths:
         prompt = _tokens(model.config, 1, length)[0].tolist()
 
         def prefill(prompt: list[int] = prompt) -> None:
-            model.prefill(prompt, model.new_cache())
+            cache.length = 0  # reuse the cache: a replica does not allocate one per request
+            model.prefill(prompt, cache)
 
         timed = _synchronized(model, prefill)
         timed()  # warm-up
         results[f"prefill_{length}_tokens"] = Measurement(
             tuple(seconds(timed) for _ in range(runs)), "s", False
         )
-    line = fit_line(lengths, [results[f"prefill_{n}_tokens"].median for n in lengths])
-    return results, line
+    medians = tuple(results[f"prefill_{n}_tokens"].median for n in lengths)
+    return results, Points(tuple(map(float, lengths)), medians)
 
 
 def model_bytes(model: Transformer) -> int:

@@ -6,7 +6,7 @@
 Runs, in order, with a line of progress for each figure: the storage (raw O_DIRECT read
 sweep, the real loader cold and warm, safetensors cold and warm, on a checkpoint written
 into `--dir`), host-to-device copies, an instance's start-up cost, decode and prefill of
-a reference model, and token migration to a second process. Then fits the cost lines,
+a reference model, and token migration to a second process. Then fits the cost models,
 checks that the figures are physically possible together, and writes the profile
 (sim/profile.py's schema) atomically. Its working files in `--dir` are removed at the
 end. `--quick` (under a minute on a 2-core VM) is for tests, not for published numbers.
@@ -15,9 +15,9 @@ end. `--quick` (under a minute on a 2-core VM) is for tests, not for published n
 import argparse
 import json
 import os
-import platform
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -31,16 +31,22 @@ from calibration.derivation import derive
 from calibration.direct_io import BLOCK
 from calibration.format import CheckpointError, read_index
 from calibration.inference_probe import measure_decode, measure_prefill, model_bytes
-from calibration.linear_fit import Line
+from calibration.linear_fit import Points
+from calibration.machine_description import describe
 from calibration.measure_settings import CPU_INFERENCE_THREADS, Settings, settings
 from calibration.measurement import Measurement
 from calibration.migration_probe import measure_migration
 from calibration.model import Transformer, save_model
 from calibration.pagecache import PageCacheError
 from calibration.plausibility import check
-from calibration.raw_read import DirectIORefused
 from calibration.startup_probe import measure_startup
-from calibration.storage_probe import StorageFiles, measure_storage, prepare, require_a_disk
+from calibration.storage_probe import (
+    NotADisk,
+    StorageFiles,
+    measure_storage,
+    prepare,
+    require_a_disk,
+)
 from sim import profile
 from sim.errors import InputError
 from sim.publish import write_file_atomically
@@ -53,65 +59,84 @@ STEPS = 6
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"{PROG}: error: --device cuda: no CUDA device here", file=sys.stderr)
-        return 2
+    # A killed run still removes its scratch files (`finally` runs on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        if args.checkpoint is not None and not args.checkpoint.exists():
-            raise InputError(f"--checkpoint {args.checkpoint}: no such file or directory")
-        if not args.dir.is_dir():
-            raise InputError(f"--dir {args.dir}: no such directory")
-        if not args.out.parent.is_dir():
-            raise InputError(f"--out {args.out}: no such directory {args.out.parent}")
+        _check_arguments(args)
         chosen = settings(args.device, args.quick, args.size, args.runs)
         said = f"{args.description} Measured by `{PROG} {shlex.join(argv)}`".strip()
         document = measure(args.device, args.dir, chosen, args.checkpoint, said)
-    except (DirectIORefused, PageCacheError) as err:
+        text = json.dumps(document, indent=2) + "\n"
+        write_file_atomically(args.out, lambda path: path.write_text(text, encoding="utf-8"))
+    except NotADisk as err:
         print(f"{PROG}: error: {err}: pass --dir on the disk to measure", file=sys.stderr)
         return 2
-    except (InputError, CheckpointError) as err:
+    except (InputError, CheckpointError, PageCacheError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
-    text = json.dumps(document, indent=2) + "\n"
-    write_file_atomically(args.out, lambda path: path.write_text(text, encoding="utf-8"))
+    except OSError as err:
+        print(f"{PROG}: error: {err.filename or ''}: {err.strerror}", file=sys.stderr)
+        return 2
     print(f"{PROG}: wrote {args.out}", file=sys.stderr)
     return 0
 
 
-def measure(
-    device: str, directory: Path, chosen: Settings, source: Path | None, description: str
-) -> dict:
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, before measuring for minutes, what would only fail at the end."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA device here")
+    if args.checkpoint is not None and not args.checkpoint.exists():
+        raise InputError(f"--checkpoint {args.checkpoint}: no such file or directory")
+    if not args.dir.is_dir():
+        raise InputError(f"--dir {args.dir}: no such directory")
+    if not os.access(args.dir, os.W_OK):
+        raise InputError(f"--dir {args.dir}: not writable")
+    if args.out.is_dir():
+        raise InputError(f"--out {args.out}: is a directory; name the profile's file")
+    if not args.out.parent.is_dir():
+        raise InputError(f"--out {args.out}: no such directory {args.out.parent}")
+    if not os.access(args.out.parent, os.W_OK):
+        raise InputError(f"--out {args.out}: {args.out.parent} is not writable")
+
+
+def measure(device: str, directory: Path, chosen: Settings, source: Path | None, said: str) -> dict:
     """Run every measurement in a scratch directory under `directory`; the profile, whose
-    machine description begins with `description`."""
+    machine description begins with `said`."""
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="thaw-measure-", dir=directory))
     try:
-        measurements, fits, reference_bytes = _measure_all(device, scratch, chosen, source)
+        measurements, points, checkpoint_bytes, reference_bytes = _measure_all(
+            device, scratch, chosen, source
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     check(measurements, device)
-    derived, notes = derive(
-        measurements, fits["decode"], fits["prefill"], fits["migration"], reference_bytes
+    derived, notes, fits = derive(
+        measurements, points["decode"], points["prefill"], points["migration"], reference_bytes
     )
+    machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
+    machine["measure_wall_s"] = round(time.perf_counter() - started, 1)
     document = {
         "version": profile.SCHEMA_VERSION,
-        "machine": _machine(device, directory, chosen, description, notes, fits),
+        "machine": machine,
         "measurements": {name: m.record() for name, m in sorted(measurements.items())},
         "derived": derived,
     }
-    document["machine"]["measure_wall_s"] = round(time.perf_counter() - started, 1)
     profile.parse(document)  # never write what `sim run --profile` would refuse
     return document
 
 
 def _measure_all(
     device: str, scratch: Path, chosen: Settings, source: Path | None
-) -> tuple[dict[str, Measurement], dict[str, Line], int]:
-    results: dict[str, Measurement] = {}
+) -> tuple[dict[str, Measurement], dict[str, Points], int, int]:
+    """Every measurement by name, the points the cost models are fitted on, the bytes of
+    the storage checkpoint and of the reference model."""
     require_a_disk(scratch)
-    _step(1, f"storage: writing a {chosen.checkpoint_bytes / 2**20:.0f} MiB checkpoint")
+    _step(1, "storage: writing the checkpoint to read")
     files = prepare(scratch, chosen.checkpoint_bytes, source)
-    results |= measure_storage(files, device, chosen.runs, list(chosen.raw_grid), _say)
+    payload = files.payload_bytes
+    _say(f"{payload / 2**20:.0f} MiB of tensors in {files.checkpoint}")
+    results = measure_storage(files, device, chosen.runs, list(chosen.raw_grid), _say)
     _step(2, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
     _step(3, "instance start-up (a fresh process importing torch)")
@@ -123,10 +148,10 @@ def _measure_all(
         torch.set_num_threads(threads)
     model = Transformer.random(chosen.model, seed=0, device=device)
     decode_results, decode = measure_decode(model, chosen.decode_batches, chosen.decode_steps)
-    _say(f"decode: {decode.at(1) * 1e3:.1f} ms a step, +{decode.slope * 1e3:.2f} ms a request")
+    _say(", ".join(f"batch {b:.0f}: {s * 1e3:.1f} ms" for b, s in decode.pairs()))
     _step(5, "prefill (KV recompute) by prompt length")
     prefill_results, prefill = measure_prefill(model, chosen.prefill_lengths, chosen.prefill_runs)
-    _say(f"prefill: {1 / prefill.slope:.0f} tokens/s, {prefill.intercept * 1e3:.1f} ms fixed")
+    _say(", ".join(f"{n:.0f} tokens: {n / s:.0f}/s" for n, s in prefill.pairs()))
     _step(6, "token migration to a second process")
     checkpoint = scratch / "reference-model"
     save_model(model, checkpoint)
@@ -139,14 +164,11 @@ def _measure_all(
         chosen.migration_new_tokens,
         threads,
     )
-    pause = migration_results["migration_pause"].median
-    _say(
-        f"migration round: {migration.slope * 1e3:.3f} ms a token + "
-        f"{migration.intercept * 1e3:.1f} ms; one migration paused {pause * 1e3:.0f} ms"
-    )
+    _say(", ".join(f"{n:.0f} tokens: {s * 1e3:.0f} ms" for n, s in migration.pairs()))
+    _say(f"one migration paused the request {migration_results['migration_pause'].median:.3f} s")
     results |= decode_results | prefill_results | migration_results
-    fits = {"decode": decode, "prefill": prefill, "migration": migration}
-    return results, fits, model_bytes(model)
+    points = {"decode": decode, "prefill": prefill, "migration": migration}
+    return results, points, payload, model_bytes(model)
 
 
 def _copies(files: StorageFiles, device: str, runs: int) -> dict[str, Measurement]:
@@ -162,53 +184,6 @@ def _second_device(device: str) -> str:
     if device == "cpu":
         return "cpu"
     return "cuda:1" if torch.cuda.device_count() > 1 else "cuda:0"
-
-
-def _machine(
-    device: str,
-    directory: Path,
-    chosen: Settings,
-    description: str,
-    notes: list[str],
-    fits: dict,
-) -> dict:
-    device_name = torch.cuda.get_device_name(0) if device == "cuda" else _cpu_name()
-    measured = (
-        f" on {platform.node() or 'an unnamed host'}, {time.strftime('%Y-%m-%d')}: device "
-        f"{device} ({device_name}), storage under {directory}. Cold "
-        "reads are guest-cold: pages evicted and checked with mincore; a cache behind a "
-        "virtual disk may survive that."
-    )
-    return {
-        "description": description + measured,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cpus": len(os.sched_getaffinity(0)),
-        "settings": {
-            "checkpoint_bytes": chosen.checkpoint_bytes,
-            "runs": chosen.runs,
-            "inference_threads": CPU_INFERENCE_THREADS if device == "cpu" else "default",
-            "reference_model": {
-                key: str(value) if key == "dtype" else value
-                for key, value in chosen.model.__dict__.items()
-            },
-        },
-        "fits": {name: line.record() for name, line in fits.items()},
-        "notes": notes,
-    }
-
-
-def _cpu_name() -> str:
-    """The CPU's model name as Linux reports it, else the architecture."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def _step(number: int, what: str) -> None:

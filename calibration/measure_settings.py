@@ -87,7 +87,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             decode_steps=20,
             prefill_lengths=(128, 512, 1024, 2048, 4096) if gpu else (128, 512, 1024, 2048),
             prefill_runs=5,
-            migration_lengths=(64, 256, 1024, 2048),
+            migration_lengths=(16, 64, 256, 1024, 2048),
             migration_runs=5,
             migration_new_tokens=128,
         )

@@ -35,3 +35,14 @@ def check(measurements: dict[str, Measurement], device: str) -> None:
                 f"raw_cold: {raw / 1e9:.2f} GB/s from disk is faster than copying memory "
                 f"({memory / 1e9:.2f} GB/s): the reads did not reach the disk"
             )
+    else:
+        link = max(
+            measurements[f"dram_to_device_pinned_{style}"].median
+            for style in ("one_copy", "per_tensor")
+        )
+        warm = measurements["loader_warm"].median
+        if warm > CACHE_SUSPECT * link:
+            raise ImpossibleProfile(
+                f"loader_warm: {warm / 1e9:.2f} GB/s onto the GPU is faster than its best "
+                f"pinned copy ({link / 1e9:.2f} GB/s): the load was not timed to its end"
+            )

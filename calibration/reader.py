@@ -9,8 +9,10 @@ tensor is checked before any view is made: a corrupted checkpoint raises
 `CheckpointError`, never returns garbage.
 
 Cold files (mostly not in the page cache) are read with O_DIRECT: large aligned
-requests, no page-cache copy. Warm files are read through the page cache, which is then
-a memory copy. Where O_DIRECT is refused, reads fall back to the page cache with a
+requests, no page-cache copy. A warm file bound for the CPU is mapped instead of read
+(`calibration.mapped`): the buffer is the page cache itself, and the threads' checksum
+pass is the first touch of it. A warm file bound for a GPU is read through the page
+cache. Where O_DIRECT is refused, reads fall back to the page cache with a
 `DirectIOFallback` warning.
 """
 
@@ -18,6 +20,7 @@ import itertools
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,21 +30,28 @@ from calibration.buffers import host_buffer
 from calibration.checksum import MASK64
 from calibration.direct_io import BLOCK, open_direct, read_fully, round_up
 from calibration.format import BLOB_NAME, CheckpointError, Index, check_blob_size, read_index
+from calibration.mapped import map_blob
 from calibration.pagecache import resident_fraction
 from calibration.plan import Region, add_piece_sums, check_read, plan_regions
 from calibration.staging import stream_staged
 
-# Measured with benchmarks/loader.py's sweeps on the project's 2-core VM (1 GiB, medians):
-# O_DIRECT went fastest with four requests of 4-64 MiB in flight (16 MiB x 4 threads:
-# 1.59 GB/s against 1.43 with two threads and 1.24 with one), page-cache copies with 1-4
-# MiB requests (smaller ones pay per-call overhead; the thread count mattered little).
+# Measured on the project's 2-core VM (1 GiB, medians; the VM is shared, so noisy):
+# O_DIRECT reaches the disk's plateau with two to four requests of 4-64 MiB in flight;
+# four threads keep it there while one of them sums what it read (16 MiB x 4: 1.37 GB/s,
+# raw O_DIRECT of the same geometry 1.40, ten interleaved runs; eight threads did no
+# better). Summing a mapped file, the VM quiet: 16 MiB regions on two to four threads,
+# 19-20 GB/s against 13-15 on one, 4 MiB ones 15-18 (under load the benchmark's sweeps
+# could not tell 1, 4 and 16 MiB apart). Page-cache copies (a GPU's warm path) with 1-4
+# MiB requests (smaller ones pay per-call overhead).
 DEFAULT_THREADS = 4
-DIRECT_CHUNK_BYTES = 16 * 2**20
-BUFFERED_CHUNK_BYTES = 4 * 2**20
-# A file at least this resident in the page cache is read through it; a sample of its
-# pages tells (checking every page took 2-4% of a cold load).
+DEFAULT_CHUNK_BYTES = {"direct": 16 * 2**20, "buffered": 4 * 2**20, "map": 16 * 2**20}
+MODES = ("auto", "direct", "buffered", "map")
+# A file at least this resident in the page cache is mapped (CPU) or read through it
+# (GPU); a sample of its pages tells (checking every page took 2-4% of a cold load).
 WARM_FRACTION = 0.5
 RESIDENCY_SAMPLES = 256
+
+Sums = list[dict[int, int]]  # per thread: tensor position -> sum64 of the pieces it read
 
 
 class DirectIOFallback(UserWarning):
@@ -61,32 +71,34 @@ def load(
 ) -> dict[str, torch.Tensor]:
     """Load the checkpoint directory `path` onto `device`: a dict of views, in blob order.
 
-    mode: "direct" (O_DIRECT), "buffered" (page cache) or "auto" (buffered if the blob is
-    mostly cached already). chunk_bytes: size of each read request (default by mode).
-    slab_bytes, ring_depth: the GPU staging ring (see `calibration.staging`). out: a
-    uint8 buffer on `device` of at least `buffer_bytes(path)`, reused instead of
-    allocating one (a checkpoint store keeps such buffers; on the CPU a fresh one costs
-    page faults); the returned tensors are views into it.
+    mode: "direct" (O_DIRECT), "buffered" (read through the page cache), "map" (CPU
+    only: views of a copy-on-write mapping of the cached file, see `calibration.mapped`)
+    or "auto": a blob mostly in the page cache is mapped on the CPU and read buffered for
+    a GPU, any other is read with O_DIRECT. threads: reader threads, or summing threads
+    for a mapping. chunk_bytes: the size of each read request, or of each region summed
+    in a mapping (default by mode). slab_bytes, ring_depth: the
+    GPU staging ring (see `calibration.staging`). out: a uint8 buffer on `device` of at
+    least `buffer_bytes(path)` for the blob to be read into, instead of allocating one
+    (a checkpoint store keeps such buffers; on the CPU a fresh one costs page faults).
+    Whenever the blob is read, the tensors are views into `out`; a mapped load leaves it
+    alone (mode="buffered" copies a cached file into it instead).
     """
     checkpoint = Path(path)
     index = read_index(checkpoint)
     blob = checkpoint / BLOB_NAME
     device = torch.device(device)
-    direct = choose_direct(blob, mode)
-    chunk = chunk_bytes or (DIRECT_CHUNK_BYTES if direct else BUFFERED_CHUNK_BYTES)
+    if out is not None:
+        _check_out(out, index, device)
+    how = choose_mode(blob, mode, device)
+    chunk = chunk_bytes or DEFAULT_CHUNK_BYTES[how]
     if chunk % BLOCK or threads < 1:
         raise ValueError(f"chunk_bytes must be a multiple of {BLOCK} and threads >= 1")
     dtypes = _torch_dtypes(blob, index)
-    fds = _open(blob, index, threads, direct)
-    try:
-        buffer = _destination(index, device, out)
-        if device.type == "cpu":
-            sums = _read_into(blob, buffer, plan_regions(index, chunk), fds, chunk)
-        else:
-            sums = stream_staged(blob, buffer, index, fds, chunk, slab_bytes, ring_depth)
-    finally:
-        for fd in fds:
-            os.close(fd)
+    if how == "map":
+        buffer, sums = _map(blob, index, threads, chunk)
+    else:
+        ring = (slab_bytes, ring_depth)
+        buffer, sums = _read(blob, index, device, out, how == "direct", threads, chunk, ring)
     _check_sums(blob, index, sums)
     return {
         entry.name: buffer[entry.offset : entry.offset + entry.nbytes]
@@ -101,16 +113,31 @@ def buffer_bytes(path: str | Path) -> int:
     return round_up(read_index(Path(path)).total_bytes, BLOCK)
 
 
+def choose_mode(blob: Path, mode: str, device: torch.device) -> str:
+    """How `load` reads `blob` onto `device` in `mode`: "direct", "buffered" or "map"."""
+    if _known(mode) == "map" and device.type != "cpu":
+        raise ValueError(f"mode 'map' is for the CPU, not {device}")
+    if mode != "auto":
+        return mode
+    if choose_direct(blob, mode):
+        return "direct"
+    return "map" if device.type == "cpu" else "buffered"
+
+
 def choose_direct(blob: Path, mode: str) -> bool:
     """Whether `load` reads `blob` with O_DIRECT in this `mode` (before any fallback)."""
-    if mode not in ("auto", "direct", "buffered"):
-        raise ValueError(f"mode must be 'auto', 'direct' or 'buffered', not {mode!r}")
-    if mode == "auto":
+    if _known(mode) == "auto":
         try:
             return resident_fraction(str(blob), RESIDENCY_SAMPLES) < WARM_FRACTION
         except OSError as err:
             raise CheckpointError(f"{blob}: cannot open: {err.strerror}") from None
     return mode == "direct"
+
+
+def _known(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
+    return mode
 
 
 def _torch_dtypes(blob: Path, index: Index) -> dict[str, torch.dtype]:
@@ -123,19 +150,62 @@ def _torch_dtypes(blob: Path, index: Index) -> dict[str, torch.dtype]:
     return dtypes
 
 
-def _destination(index: Index, device: torch.device, out: torch.Tensor | None) -> torch.Tensor:
+def _fresh_buffer(index: Index, device: torch.device) -> torch.Tensor:
     size = round_up(index.total_bytes, BLOCK)
-    if out is None:
-        if device.type == "cpu":
-            return host_buffer(size, prefault=False)
-        return torch.empty(size, dtype=torch.uint8, device=device)
+    if device.type == "cpu":
+        return host_buffer(size, prefault=False)
+    return torch.empty(size, dtype=torch.uint8, device=device)
+
+
+def _check_out(out: torch.Tensor, index: Index, device: torch.device) -> None:
+    size = round_up(index.total_bytes, BLOCK)
     if out.dtype != torch.uint8 or out.dim() != 1 or out.numel() < size:
         raise ValueError(f"out must be a 1-D uint8 tensor of at least {size} bytes")
     if out.device.type != device.type or (device.index is not None and out.device != device):
         raise ValueError(f"out is on {out.device}, not {device}")
     if device.type == "cpu" and (out.data_ptr() % BLOCK or not out.is_contiguous()):
         raise ValueError(f"out must be contiguous and {BLOCK}-byte aligned")
-    return out
+
+
+def _map(blob: Path, index: Index, threads: int, chunk: int) -> tuple[torch.Tensor, Sums]:
+    """Map the blob and sum it in `chunk`-byte regions on `threads` threads."""
+    check_blob_size(blob, index)
+    buffer = map_blob(blob, index.total_bytes)
+    view = memoryview(buffer.numpy())
+    regions = plan_regions(index, chunk)
+    return buffer, _parallel(
+        threads, regions, lambda _, region, sums: add_piece_sums(sums, view, region, 0)
+    )
+
+
+def _read(
+    blob: Path,
+    index: Index,
+    device: torch.device,
+    out: torch.Tensor | None,
+    direct: bool,
+    threads: int,
+    chunk: int,
+    ring: tuple[int | None, int | None],
+) -> tuple[torch.Tensor, Sums]:
+    """Read the blob into `out` or a fresh buffer: straight on the CPU, through the
+    staging ring for a GPU. The buffer, and per thread the sums of what it read."""
+    fds = _open(blob, index, threads, direct)
+    try:
+        buffer = out if out is not None else _fresh_buffer(index, device)
+        if device.type != "cpu":
+            return buffer, stream_staged(blob, buffer, index, fds, chunk, *ring)
+        view = memoryview(buffer.numpy())
+
+        def step(worker: int, region: Region, sums: dict[int, int]) -> None:
+            span = view[region.offset : region.offset + round_up(region.length, BLOCK)]
+            check_read(blob, region, read_fully(fds[worker], span, region.offset, chunk))
+            add_piece_sums(sums, view, region, 0)
+
+        return buffer, _parallel(len(fds), plan_regions(index, chunk), step)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _open(blob: Path, index: Index, threads: int, direct: bool) -> list[int]:
@@ -160,33 +230,31 @@ def _open(blob: Path, index: Index, threads: int, direct: bool) -> list[int]:
     return fds
 
 
-def _read_into(
-    blob: Path, buffer: torch.Tensor, regions: list[Region], fds: list[int], chunk: int
-) -> list[dict[int, int]]:
-    """Read every region straight into `buffer`; per thread, the sums of its tensor pieces."""
-    view = memoryview(buffer.numpy())
+def _parallel(
+    workers: int, regions: list[Region], step: Callable[[int, Region, dict[int, int]], None]
+) -> Sums:
+    """Run `step(worker, region, sums)` for every region, each of `workers` threads taking
+    the next region left; per thread, the piece sums its steps added. The first failure
+    stops the others and is raised."""
     claim = itertools.count()
     failed = threading.Event()
 
-    def worker(fd: int) -> dict[int, int]:
+    def worker(number: int) -> dict[int, int]:
         sums: dict[int, int] = {}
         try:
             while not failed.is_set() and (position := next(claim)) < len(regions):
-                region = regions[position]
-                span = view[region.offset : region.offset + round_up(region.length, BLOCK)]
-                check_read(blob, region, read_fully(fd, span, region.offset, chunk))
-                add_piece_sums(sums, view, region, 0)
+                step(number, regions[position], sums)
         except BaseException:
             failed.set()
             raise
         return sums
 
-    with ThreadPoolExecutor(len(fds), thread_name_prefix="thaw-reader") as pool:
-        futures = [pool.submit(worker, fd) for fd in fds]
+    with ThreadPoolExecutor(workers, thread_name_prefix="thaw-reader") as pool:
+        futures = [pool.submit(worker, number) for number in range(workers)]
         return [future.result() for future in futures]
 
 
-def _check_sums(blob: Path, index: Index, partials: list[dict[int, int]]) -> None:
+def _check_sums(blob: Path, index: Index, partials: Sums) -> None:
     totals = [0] * len(index.tensors)
     for sums in partials:
         for position, value in sums.items():

@@ -7,7 +7,8 @@ chosen size, or the user's own tensors), `measure_storage` times:
   sizes and thread counts (the physical limit; the best configuration is kept);
 - thaw's `load`, cold (pages evicted and checked with mincore: guest-cold, since a
   cache behind a virtual disk may survive eviction) and warm (the file in the page
-  cache, as a checkpoint held in host memory is), into a reused device buffer;
+  cache, as a checkpoint held in host memory is), into a reused device buffer, timed
+  until it returns: by then every byte is on the device and its checksum verified;
 - safetensors `load_file`, cold and warm, with every byte touched afterwards, since its
   mmap defers the real cost: the baseline a user would otherwise have.
 
@@ -26,15 +27,16 @@ from safetensors.torch import load_file, save_file
 
 from calibration.buffers import host_buffer
 from calibration.direct_io import BLOCK, open_direct
-from calibration.format import BLOB_NAME, CheckpointError, is_checkpoint, read_index
+from calibration.format import BLOB_NAME, CheckpointError, read_index
 from calibration.measurement import Measurement, seconds
-from calibration.pagecache import make_cold, make_warm
-from calibration.raw_read import DirectIORefused, raw_read
+from calibration.pagecache import PageCacheError, make_cold, make_warm
+from calibration.raw_read import raw_read
 from calibration.reader import buffer_bytes, choose_direct, load
 from calibration.sources import read_source
 from calibration.synthetic import llama_shapes, random_bf16
 from calibration.touch import touch
 from calibration.writer import write_checkpoint
+from sim.errors import InputError
 
 Progress = Callable[[str], None]
 
@@ -55,33 +57,34 @@ class StorageFiles:
         return sum(entry.nbytes for entry in read_index(self.checkpoint).tensors)
 
 
+class NotADisk(InputError):
+    """The directory to measure is not on a disk: its reads would come from memory."""
+
+
 def require_a_disk(directory: Path) -> None:
-    """Raise unless files in `directory` behave as on a disk: O_DIRECT reads allowed
-    (`DirectIORefused`) and pages that leave the page cache when evicted
-    (`PageCacheError`). On tmpfs the file is the page cache, so every read is memory."""
+    """Raise `NotADisk` unless files in `directory` allow O_DIRECT reads and leave the
+    page cache when evicted; on tmpfs the file is the page cache."""
     probe = directory / "disk-probe"
     probe.write_bytes(bytes(16 * BLOCK))
     try:
         fd, refusal = open_direct(str(probe))
         if fd is None:
-            raise DirectIORefused(f"{directory}: O_DIRECT refused ({refusal})")
+            raise NotADisk(f"{directory}: O_DIRECT refused ({refusal})")
         os.close(fd)
         make_cold(str(probe))
+    except PageCacheError as err:
+        raise NotADisk(str(err)) from None
     finally:
         probe.unlink()
 
 
 def prepare(directory: Path, size: int, source: Path | None = None) -> StorageFiles:
-    """Write the tensors to measure into `directory`: `source`'s, or random ones of `size`."""
-    if source is not None:
-        tensors = {name: tensor.contiguous() for name, tensor in read_source(source).items()}
-        if not tensors:
-            raise CheckpointError(f"{source}: holds no tensors")
-    else:
-        tensors = random_bf16(llama_shapes(size))
+    """Write the tensors to measure into `directory`: `source`'s, or random ones of about
+    `size` (at least one Llama layer's worth)."""
+    tensors = _unshared(read_source(source)) if source else random_bf16(llama_shapes(size))
+    if not tensors:
+        raise CheckpointError(f"{source}: holds no tensors")
     files = StorageFiles(directory / "checkpoint", directory / "model.safetensors")
-    if files.checkpoint.exists() and not is_checkpoint(files.checkpoint):
-        raise CheckpointError(f"{files.checkpoint}: exists and is not a thaw checkpoint")
     save_file(tensors, files.safetensors)
     write_checkpoint(tensors, files.checkpoint)
     return files
@@ -105,7 +108,7 @@ def measure_storage(
     payload = files.payload_bytes
     variants: dict[str, Callable[[], object]] = {
         "raw": lambda: raw_read(files.blob, host, chunk, threads),
-        "loader": lambda: touch(load(files.checkpoint, device, out=out)),
+        "loader": lambda: _synchronize(device, load(files.checkpoint, device, out=out)),
         "safetensors": lambda: touch(load_file(files.safetensors, device=device)),
     }
     samples: dict[str, list[float]] = {}
@@ -116,13 +119,33 @@ def measure_storage(
         (make_cold if state == "cold" else make_warm)(str(source))
         if name == "loader" and choose_direct(source, "auto") != (state == "cold"):
             raise RuntimeError(f"{source}: the loader would not read it {state} as intended")
-        took = seconds(lambda name=name: _synchronize(device, variants[name]()))
+        took = seconds(variants[name])
         nbytes = files.blob.stat().st_size if name == "raw" else payload
         samples.setdefault(f"{name}_{state}", []).append(nbytes / took)
     for key, rates in samples.items():
         results[key] = Measurement(tuple(rates), "bytes/s", key.endswith("warm"))
         progress(f"{key.replace('_', ' ')}: {results[key].median / 1e9:.2f} GB/s (median)")
     return results
+
+
+def _unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Contiguous tensors with storage of their own: tied weights (one tensor under two
+    names, as many state dicts hold) are copied, since safetensors refuses to save them."""
+    seen: set[int] = set()
+    unshared = {}
+    for name, tensor in tensors.items():
+        tensor = tensor.contiguous()
+        pointer = tensor.untyped_storage().data_ptr()
+        unshared[name] = tensor.clone() if pointer in seen else tensor
+        seen.add(pointer)
+    return unshared
+
+
+def _synchronize(device: str, tensors: object) -> object:
+    """`tensors`, once a GPU's queued copies into them are done."""
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return tensors
 
 
 def _raw_sweep(
@@ -136,8 +159,3 @@ def _raw_sweep(
         rate = size / raw_read(blob, buffer, chunk, threads)
         sweep[f"raw_cold_{chunk // 2**20}MiB_x{threads}"] = Measurement((rate,), "bytes/s", False)
     return sweep
-
-
-def _synchronize(device: str, _: object) -> None:
-    if device != "cpu":
-        torch.cuda.synchronize()

@@ -110,7 +110,7 @@ def test_verify_reports_each_corruption_in_one_line(corrupted, capsys):
     assert str(path) in captured.err and reason in captured.err
 
 
-@pytest.mark.parametrize("mode", ["direct", "buffered"])
+@pytest.mark.parametrize("mode", ["direct", "buffered", "map"])
 def test_load_refuses_each_corruption(corrupted, mode):
     path, reason = corrupted
     with pytest.raises(calibration.CheckpointError, match=re.escape(reason)):

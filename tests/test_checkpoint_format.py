@@ -71,7 +71,7 @@ def test_alignment_is_configurable(tmp_path, alignment):
     assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
 
 
-@pytest.mark.parametrize("mode", ["direct", "buffered"])
+@pytest.mark.parametrize("mode", ["direct", "buffered", "map"])
 def test_every_dtype_round_trips_bit_identical(tmp_path, mode):
     tensors = every_dtype()
     assert {"float32", "float16", "bfloat16", "int8"} <= {name.split(".")[0] for name in tensors}

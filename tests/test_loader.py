@@ -18,7 +18,7 @@ from calibration.direct_io import open_direct
 from calibration.format import BLOB_NAME, read_index
 from calibration.pagecache import evict, resident_fraction
 from calibration.plan import plan_regions
-from calibration.reader import MASK64, choose_direct
+from calibration.reader import MASK64, choose_direct, choose_mode
 from calibration.staging import _Copies, stream_staged
 
 SHM = Path("/dev/shm")
@@ -84,9 +84,12 @@ def test_auto_mode_reads_cached_files_through_the_cache_and_cold_ones_directly(t
     blob.read_bytes()
     assert resident_fraction(str(blob)) == 1.0
     assert choose_direct(blob, "auto") is False
+    assert choose_mode(blob, "auto", torch.device("cpu")) == "map"
+    assert choose_mode(blob, "auto", torch.device("cuda")) == "buffered"
     evict(str(blob))
     assert resident_fraction(str(blob)) < 0.1
     assert choose_direct(blob, "auto") is True
+    assert choose_mode(blob, "auto", torch.device("cpu")) == "direct"
     blob.read_bytes()
     fd = os.open(blob, os.O_RDONLY)
     os.posix_fadvise(fd, blob.stat().st_size // 2, 0, os.POSIX_FADV_DONTNEED)  # second half
@@ -95,17 +98,69 @@ def test_auto_mode_reads_cached_files_through_the_cache_and_cold_ones_directly(t
     assert 0.4 < exact < 0.6 and abs(sampled - exact) < 0.1
     with pytest.raises(ValueError, match="mode must be"):
         choose_direct(blob, "fast")
+    with pytest.raises(ValueError, match="for the CPU"):
+        choose_mode(blob, "map", torch.device("cuda"))
 
 
-def test_a_reused_buffer_receives_the_tensors(tmp_path):
+def test_a_reused_buffer_receives_the_tensors_whenever_the_blob_is_read(tmp_path):
     first, second = llama_like(layers=2), every_dtype()
     path_a, path_b = write(tmp_path, first, "a"), write(tmp_path, second, "b")
     size = max(calibration.buffer_bytes(path_a), calibration.buffer_bytes(path_b))
     out = host_buffer(size)
-    for path, tensors in ((path_a, first), (path_b, second)):
-        loaded = calibration.load(path, out=out)
+    for path, tensors, mode in ((path_a, first, "buffered"), (path_b, second, "direct")):
+        loaded = calibration.load(path, mode=mode, out=out)
         assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
         assert all(t.untyped_storage().data_ptr() == out.data_ptr() for t in loaded.values())
+
+
+def test_auto_maps_a_cached_file_on_the_cpu_and_leaves_out_alone(tmp_path):
+    tensors = llama_like()
+    path = write(tmp_path, tensors)
+    (path / BLOB_NAME).read_bytes()
+    out = host_buffer(calibration.buffer_bytes(path))
+    out.fill_(0xAB)
+    loaded = calibration.load(path, out=out)
+    assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
+    assert {t.untyped_storage().data_ptr() for t in loaded.values()} != {out.data_ptr()}
+    assert bool((out == 0xAB).all())
+    del loaded  # unmapped, so that its pages can be evicted
+    evict(str(path / BLOB_NAME))
+    loaded = calibration.load(path, out=out)  # cold: read into `out`
+    assert all(t.untyped_storage().data_ptr() == out.data_ptr() for t in loaded.values())
+
+
+def test_a_mapped_load_is_bit_identical_views_of_one_mapping(tmp_path):
+    tensors = every_dtype() | llama_like()
+    path = write(tmp_path, tensors)
+    loaded = calibration.load(path, mode="map", threads=3, chunk_bytes=4096)
+    assert set(loaded) == set(tensors)
+    assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
+    assert len({tensor.untyped_storage().data_ptr() for tensor in loaded.values()}) == 1
+
+
+def test_an_empty_blob_maps(tmp_path):
+    path = write(tmp_path, {"empty.weight": torch.empty((0, 3), dtype=torch.float16)})
+    assert read_index(path).total_bytes == 0
+    assert calibration.load(path, mode="map")["empty.weight"].shape == (0, 3)
+
+
+def test_writes_to_mapped_tensors_never_reach_the_file(tmp_path):
+    tensors = llama_like()
+    path = write(tmp_path, tensors)
+    before = (path / BLOB_NAME).read_bytes()
+    loaded = calibration.load(path, mode="map")
+    loaded["lm_head.weight"].fill_(1.0)
+    assert (path / BLOB_NAME).read_bytes() == before
+    assert all(same_bits(t, tensors[n]) for n, t in calibration.load(path, mode="map").items())
+
+
+def test_mapped_tensors_survive_the_checkpoint_being_rewritten(tmp_path):
+    """The writer renames a new checkpoint into place: the mapped old blob stays intact."""
+    old = llama_like(layers=2)
+    path = write(tmp_path, old)
+    loaded = calibration.load(path, mode="map")
+    write(tmp_path, llama_like(layers=2, hidden=32))
+    assert all(same_bits(loaded[name], old[name]) for name in old)
 
 
 @pytest.mark.parametrize(
@@ -230,7 +285,7 @@ def test_cuda_load_reuses_a_device_buffer_and_catches_corruption(tmp_path):
     alignment=st.sampled_from([8, 64, 512, 4096]),
     chunk_kib=st.sampled_from([4, 8, 64]),
     threads=st.integers(1, 3),
-    mode=st.sampled_from(["direct", "buffered"]),
+    mode=st.sampled_from(["direct", "buffered", "map"]),
 )
 def test_any_checkpoint_round_trips_through_any_geometry(
     specs, alignment, chunk_kib, threads, mode

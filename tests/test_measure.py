@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from calibration.derivation import derive
-from calibration.linear_fit import Line, fit_line
+from calibration.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measurement import Measurement
 from calibration.plausibility import ImpossibleProfile, check
+from calibration.reader import load
+from calibration.storage_probe import measure_storage, prepare
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
 WARM = ("loader_warm", "safetensors_warm")
@@ -61,9 +64,10 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["ssd_read_bytes_per_s"] == measurements["loader_cold"]["median"]
     assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
+    assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
     fits = document["machine"]["fits"]
     assert derived["recompute_tokens_per_s"] == 1 / fits["prefill"]["slope"]
-    assert derived["migration_per_token_s"] == fits["migration"]["slope"]
+    assert derived["migration_per_token_s"] == fits["migration_free"]["slope"]
     faster = derived["recompute_tokens_per_s"] > 1 / derived["decode_step_s"]
     said = any("not faster than decode" in note for note in document["machine"]["notes"])
     assert faster != said  # the design's expectation holds, or the profile says it does not
@@ -104,6 +108,7 @@ def test_a_directory_in_memory_is_refused_and_nothing_is_written(tmp_path):
         (["--dir", "no-such-dir"], "--dir no-such-dir"),
         (["--out", "no-such-dir/p.json"], "--out no-such-dir/p.json"),
         (["--size", "lots"], "lots"),
+        (["--out", "."], "is a directory"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, message):
@@ -143,40 +148,98 @@ def test_a_disk_faster_than_memory_is_refused():
         check(figures(raw_cold=9e9, loader_cold=9e9, dram_to_device_pageable_one_copy=4e9), "cpu")
 
 
+def test_a_gpu_load_faster_than_its_host_link_is_refused():
+    gpu = figures(raw_cold=1e9, loader_cold=1e9, loader_warm=30e9)
+    gpu |= figures(dram_to_device_pinned_one_copy=20e9, dram_to_device_pinned_per_tensor=18e9)
+    with pytest.raises(ImpossibleProfile, match=r"loader_warm.*pinned copy"):
+        check(gpu, "cuda")
+    check(gpu | figures(loader_warm=19e9), "cuda")
+
+
 def storage_and_startup() -> dict[str, Measurement]:
     return figures(loader_cold=1e9, loader_warm=4e9) | {
         "instance_startup": Measurement((2.0,), "s", True)
     }
 
 
+def points(*pairs: tuple[float, float]) -> Points:
+    return Points(tuple(x for x, _ in pairs), tuple(y for _, y in pairs))
+
+
+FLAT_DECODE = points((1, 0.01), (2, 0.01))
+PREFILL = points((100, 0.1), (400, 0.4))  # 1,000 tokens/s, no fixed cost
+
+
+def test_the_fits_are_the_simulators_cost_models():
+    decode = points((1, 0.010), (2, 0.013), (4, 0.019))  # 10 ms + 3 ms a request
+    rounds = points((100, 0.105), (400, 0.405))  # recompute at 1,000/s + 5 ms
+    derived, notes, fits = derive(storage_and_startup(), decode, PREFILL, rounds, 10**6)
+    assert derived["decode_step_s"] == 0.010
+    assert derived["decode_step_per_request_s"] == pytest.approx(0.003)
+    assert derived["recompute_tokens_per_s"] == pytest.approx(1000.0)
+    assert derived["migration_fixed_s"] == pytest.approx(0.005)
+    assert derived["migration_per_token_s"] == pytest.approx(0.001)
+    assert fits["decode"].r2 == pytest.approx(1.0) and not any("recorded as 0" in n for n in notes)
+
+
 def test_noise_that_bends_a_fit_below_zero_is_recorded_as_zero_and_said():
-    decode, prefill = Line(-0.001, 0.01, 0.1), Line(0.001, 0.0, 1.0)
-    migration = Line(0.001, -0.002, 1.0)
-    derived, notes = derive(storage_and_startup(), decode, prefill, migration, 10**6)
+    shrinking = points((1, 0.010), (4, 0.008))
+    rounds = points((100, 0.095), (400, 0.395))  # faster than the prefill rate
+    derived, notes, _ = derive(storage_and_startup(), shrinking, PREFILL, rounds, 10**6)
     assert derived["decode_step_per_request_s"] == 0.0 and derived["migration_fixed_s"] == 0.0
-    assert derived["decode_step_s"] == pytest.approx(0.009)
+    assert derived["decode_step_s"] == 0.010
     assert any("decode_step_per_request_s" in n for n in notes)
     assert any("migration_fixed_s" in n for n in notes)
 
 
 def test_recompute_slower_than_decode_is_said_not_hidden():
-    slow_prefill = Line(0.1, 0.0, 1.0)  # 10 tokens/s against 100 decoded
-    derived, notes = derive(
-        storage_and_startup(), Line(0.0, 0.01, 1.0), slow_prefill, Line(0.1, 0.0, 1.0), 10**6
+    slow_prefill = points((10, 1.0), (20, 2.0))  # 10 tokens/s against 100 decoded
+    derived, notes, _ = derive(
+        storage_and_startup(), FLAT_DECODE, slow_prefill, slow_prefill, 10**6
     )
     assert derived["recompute_tokens_per_s"] == pytest.approx(10.0)
     assert any("not faster than decode" in note for note in notes)
 
 
 def test_a_prefill_that_does_not_grow_with_the_prompt_is_refused():
+    shrinking = points((100, 0.4), (400, -0.1))
     with pytest.raises(ImpossibleProfile, match="prefill"):
-        derive(storage_and_startup(), Line(0.0, 0.01, 1.0), Line(-0.1, 1.0, 0.5),
-               Line(0.1, 0.0, 1.0), 10**6)  # fmt: skip
+        derive(storage_and_startup(), FLAT_DECODE, shrinking, PREFILL, 10**6)
 
 
-def test_a_line_through_exact_points_is_recovered():
-    line = fit_line([1, 2, 4], [3.0, 5.0, 9.0])
+def test_lines_through_exact_points_are_recovered():
+    line = fit_line(points((1, 3.0), (2, 5.0), (4, 9.0)))
     assert line.slope == pytest.approx(2.0) and line.intercept == pytest.approx(1.0)
     assert line.r2 == pytest.approx(1.0)
     with pytest.raises(ValueError, match="two or more distinct"):
-        fit_line([2, 2], [1.0, 3.0])
+        fit_line(points((2, 1.0), (2, 3.0)))
+    rate = fit_through_origin(points((100, 1.0), (400, 4.0)))
+    assert rate.slope == pytest.approx(0.01) and rate.intercept == 0.0
+    with pytest.raises(ValueError, match="another x"):
+        fit_through_origin(points((0, 1.0)))
+
+
+def test_the_storage_figures_can_come_from_the_users_own_tensors(tmp_path):
+    source = tmp_path / "mine.safetensors"
+    mine = {"lm_head.weight": torch.randn(64, 256), "model.embed_tokens.weight": torch.ones(8)}
+    save_file(mine, source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    files = prepare(scratch, 0, source)
+    loaded = load(files.checkpoint)
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in mine.items())
+    del loaded  # a mapped load holds the file's pages, and eviction would fail
+    figures = measure_storage(files, "cpu", 1, [(2**20, 1)], lambda _: None)
+    assert {"raw_cold", "loader_cold", "loader_warm", "safetensors_cold"} <= figures.keys()
+    assert figures["loader_cold"].samples[0] > 0
+
+
+def test_tied_weights_in_a_state_dict_are_measured_as_two_tensors(tmp_path):
+    embedding = torch.randn(32, 16)
+    source = tmp_path / "tied.pt"
+    torch.save({"model.embed_tokens.weight": embedding, "lm_head.weight": embedding}, source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    loaded = load(prepare(scratch, 0, source).checkpoint)
+    assert torch.equal(loaded["lm_head.weight"], embedding)
+    assert torch.equal(loaded["model.embed_tokens.weight"], embedding)
