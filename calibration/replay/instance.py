@@ -2,12 +2,12 @@
 
 `python -m calibration.replay.instance SPEC_JSON` imports torch (the start-up cost the
 profile's `instance_startup_s` measures), loads the checkpoint with the real loader from
-the tier the scheduler chose (an SSD copy evicted from the page cache first, so the read
-is really cold, and read into the server's DRAM cache on its way; a DRAM copy is a file
-on /dev/shm, so its load is a memory copy), then serves requests as the
-simulator's instance does (`sim/instance.py`): prompts prefilled one at a time, first
-come first served, decoding paused meanwhile, the first token out of the prefill; then
-one `decode_batch` step at a time over every decoding request.
+the tier the scheduler chose (an SSD copy is evicted from the page cache first, so the
+read is really cold, and read into the server's DRAM cache on its way; a DRAM copy is a
+file on /dev/shm, which the loader maps, as it does any cached checkpoint), then serves
+requests as the simulator's instance does (`sim/instance.py`): prompts prefilled one at
+a time, first come first served, decoding paused meanwhile, the first token out of the
+prefill; then one `decode_batch` step at a time over every decoding request.
 
 The decode rows share one position counter: the model has no padding mask, so sequences
 of different lengths cannot share a batch exactly. Each step's compute is that of the
@@ -32,7 +32,6 @@ from pathlib import Path
 
 import torch
 
-from calibration.buffers import host_buffer
 from calibration.format import BLOB_NAME, INDEX_NAME
 from calibration.model import KVCache, ModelConfig, Transformer
 from calibration.pagecache import make_cold
@@ -77,15 +76,14 @@ def load_checkpoint(spec: Spec) -> Transformer:
     atomically (`installed`) once the load is done.
     """
     path = Path(spec.checkpoint)
-    size = buffer_bytes(path)
     if spec.install is None:
-        weights = load(path, out=host_buffer(size, prefault=False))
+        weights = load(path)  # cached: the loader maps it
         emit("loaded")
     else:
         make_cold(str(path / BLOB_NAME))
         with staged_directory(Path(spec.install)) as staging:
             shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
-            weights = load(path, out=shared_buffer(staging / BLOB_NAME, size))
+            weights = load(path, out=shared_buffer(staging / BLOB_NAME, buffer_bytes(path)))
             emit("loaded")
         emit("installed")
     return Transformer.from_weights(ModelConfig(**spec.config), weights)

@@ -2,8 +2,8 @@
 
 Two servers with one "GPU" each (the CPU here). Each server's "SSD" is a directory on
 disk holding a copy of every checkpoint, so there is no remote tier; its DRAM cache is a
-directory on /dev/shm (a load from it is the real loader reading the page cache, i.e. a
-memory copy), LRU like the simulator's, its capacity in bytes. Three `calibration.model`
+directory on /dev/shm (memory: the real loader maps a checkpoint found there), LRU like
+the simulator's, its capacity in bytes. Three `calibration.model`
 decoders of different sizes, seeded random weights. The simulator gets the same cluster
 as a TOML file: weights = the real blobs' bytes, one checkpoint copy on every server's
 SSD, the same batch size, keep-alive and DRAM size; the profile supplies the rest.
