@@ -16,6 +16,7 @@ from sim.config import ClusterConfig
 
 PROMPT = 48  # tokens: the replay's mean prompt
 STEPS = 10
+PREFILLS = 5
 
 
 def compare_speeds(scenario: Scenario, config: ClusterConfig) -> dict[str, dict[str, float]]:
@@ -26,15 +27,15 @@ def compare_speeds(scenario: Scenario, config: ClusterConfig) -> dict[str, dict[
     for seed, (name, model_config) in enumerate(MODELS.items()):
         model = Transformer.random(model_config, seed)
         _, decode = measure_decode(model, batches, STEPS)
-        _, prefill = measure_prefill(model, (16, PROMPT, 128), 3)
+        _, prefill = measure_prefill(model, (PROMPT,), PREFILLS)
         spec = config.models[name]
         out[name] = {
             "weights_bytes": spec.weights,
-            "decode_step_s_real": decode.at(1),
+            "decode_step_s_real": decode.y[0],
             "decode_step_s_sim": spec.decode_step(1),
-            f"decode_step_batch_{batches[1]}_s_real": decode.at(batches[1]),
+            f"decode_step_batch_{batches[1]}_s_real": decode.y[1],
             f"decode_step_batch_{batches[1]}_s_sim": spec.decode_step(batches[1]),
-            f"prefill_{PROMPT}_s_real": prefill.at(PROMPT),
+            f"prefill_{PROMPT}_s_real": prefill.y[0],
             f"prefill_{PROMPT}_s_sim": spec.prefill_s(PROMPT),
         }
     return out
