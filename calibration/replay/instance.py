@@ -14,10 +14,10 @@ of different lengths cannot share a batch exactly. Each step's compute is that o
 real batch (dominated by reading the weights); the tokens are not each request's own
 continuation, which timing does not need.
 
-Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; stdin's end
-stops the instance. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in
-`started` (torch imported), `loaded`, `ready`, `installed`, and `first` and `done` (with
-`request`).
+Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; the scheduler
+kills an instance to stop it, and stdin's end stops it too, should the scheduler die. On
+stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported),
+`loaded`, `installed`, `ready`, and `first` and `done` (with `request`).
 """
 
 import json
