@@ -37,6 +37,7 @@ from calibration.replay.scenario import (
     write_trace,
 )
 from calibration.replay.scheduler import Replay
+from calibration.startup_probe import measure_startup
 from sim import seeds
 from sim.config import load_config
 from sim.errors import InputError
@@ -46,6 +47,7 @@ from sim.publish import staged_directory
 # The policies the real replay can carry out: it neither migrates nor preempts.
 POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
+STARTUP_PROBES = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,6 +122,9 @@ def _validate_policy(
     limit_s = float(trace["arrival_s"].max()) + SLACK_S
     replay = Replay(scenario, layout, sizes, trace, policy, seeds.rng(seed, "policy"), derived)
     records = replay.run(limit_s)
+    # The profile's start-up probe again, right after: how far this machine drifted since
+    # the profile was measured, apart from what the replay's overlapping start-ups add.
+    probe = measure_startup("cpu", STARTUP_PROBES)["instance_startup"].median
     real = records.frame()
     simulated = simulate(layout, profile, policy, seed)
     phases = instance_phases(records)
@@ -136,7 +141,7 @@ def _validate_policy(
         "requests": len(trace),
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
         **errors(real_ttft, simulated["ttft_s"].to_numpy()),
-        "real": parts(real) | phases,
+        "real": parts(real) | phases | {"startup_probe_after_s": probe},
         "sim": parts(simulated)
         | {
             "instance_startup_s": derived["instance_startup_s"],

@@ -38,15 +38,11 @@ from calibration.pagecache import make_cold
 from calibration.reader import buffer_bytes, load
 from sim.publish import staged_directory
 
-_lock = threading.Lock()
-
 
 def emit(event: str, **fields: object) -> None:
     """One line on stdout, stamped with the clock every process of the replay shares."""
-    line = json.dumps({"event": event, "t": time.monotonic(), **fields})
-    with _lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+    sys.stdout.write(json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n")
+    sys.stdout.flush()
 
 
 @dataclass
@@ -89,7 +85,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
     return Transformer.from_weights(ModelConfig(**spec.config), weights)
 
 
-class Server:
+class Engine:
     """The batch: a FIFO of prompts to prefill and the decoding requests' tokens left."""
 
     def __init__(self, model: Transformer, max_batch: int) -> None:
@@ -149,20 +145,16 @@ def main() -> None:
     emit("ready")
     inbox: queue.Queue[dict | None] = queue.Queue()
     threading.Thread(target=read_commands, args=(inbox,), daemon=True).start()
-    server = Server(model, spec.max_batch)
-    stopping = False
-    while not stopping:
+    engine = Engine(model, spec.max_batch)
+    while True:  # every command that has come in first, then one step of work
         try:
-            while True:
-                command = inbox.get(block=not server.busy())
-                if command is None:
-                    stopping = True
-                    break
-                server.admit(command["admit"], command["input"], command["output"])
+            command = inbox.get(block=not engine.busy())
         except queue.Empty:
-            pass
-        if server.busy() and not stopping:
-            server.step()
+            engine.step()
+            continue
+        if command is None:
+            return
+        engine.admit(command["admit"], command["input"], command["output"])
 
 
 if __name__ == "__main__":

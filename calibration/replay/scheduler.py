@@ -38,6 +38,8 @@ LEAD_S = 1.0  # the first arrival's distance from the start, for the loop to set
 
 @dataclass(eq=False)
 class Instance:
+    """A real instance process, as the scheduler tracks it (`load`: requests it holds)."""
+
     id: int
     model: str
     server: int

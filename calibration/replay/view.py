@@ -19,7 +19,7 @@ from sim.indexed_set import IndexedSet
 
 
 class Books:
-    """Servers' GPUs and caches. Instances are opaque keys the scheduler owns."""
+    """Servers' GPUs and checkpoint caches (the scheduler keeps the instances)."""
 
     def __init__(
         self,
