@@ -102,3 +102,11 @@ def test_a_profile_that_is_not_json_is_refused(tmp_path):
 def test_the_shipped_gpu_server_profile_loads(repo_root):
     config = load_config(None, repo_root / "calibration" / "profiles" / "a100-pcie-server.json")
     assert config.servers[0].ssd_read == 7.0e9
+
+
+def test_the_shipped_measured_profile_loads_and_says_where_it_was_measured(repo_root):
+    path = repo_root / "calibration" / "profiles" / "dev-vm-cpu.json"
+    document = json.loads(path.read_text())
+    assert "Measured by `python -m calibration.measure" in document["machine"]["description"]
+    config = load_config(None, path)
+    assert config.servers[0].ssd_read == document["derived"]["ssd_read_bytes_per_s"]
