@@ -73,5 +73,7 @@ class Records:
                 "prefill_s": self.first - self.placed_at - startup,
                 "ttft_s": self.first - self.arrival,
                 "e2e_s": self.finished - self.arrival,
+                # The policy's own estimate for the start it decided (NaN: none, or a join).
+                "estimated_startup_s": self.estimate_s,
             }
         )
