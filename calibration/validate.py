@@ -174,6 +174,8 @@ def _write_out(
 
 def run(args: argparse.Namespace) -> dict:
     policies = _policies(args.policies)
+    if args.seed < 0:
+        raise InputError(f"--seed: expected an integer >= 0, got {args.seed}")
     _check_out(args.out)
     if args.profile is not None:
         read_profile(args.profile)  # bad input is refused before anything runs

@@ -145,6 +145,7 @@ def validate(*args: str) -> subprocess.CompletedProcess:
         ["--policies", "nonsense"],
         ["--policies", "preemption"],
         ["--seed", "x"],
+        ["--seed=-1"],
         ["--dir", "/no/such/dir"],
         ["--out", "/"],
     ],
