@@ -44,6 +44,7 @@ from sim.errors import InputError
 from sim.profile import read_profile
 from sim.publish import staged_directory
 
+PROG = "python -m calibration.validate"
 # The policies the real replay can carry out: it neither migrates nor preempts.
 POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
@@ -56,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m calibration.validate", description=__doc__.splitlines()[0])
+    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 30-request trace (CI)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
@@ -227,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         report = run(args)
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"{PROG}: error: {err}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else _table(report))
     return 0
