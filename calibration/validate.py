@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 import traces
+from calibration.cli import Parser
 from calibration.replay.compare import errors, instance_phases, parts, simulate, with_startup
 from calibration.replay.scale import compare_speeds
 from calibration.replay.scenario import (
@@ -51,13 +53,8 @@ SLACK_S = 300.0  # a real replay still running this long after the trace's end h
 STARTUP_PROBES = 3
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise InputError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = Parser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 30-request trace (CI)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
@@ -69,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _policies(text: str) -> list[str]:
-    names = [name for name in text.split(",") if name]
+    names = list(dict.fromkeys(name for name in text.split(",") if name))  # once each
     for name in names:
         if name not in POLICIES:
             raise InputError(
@@ -86,7 +83,10 @@ def _workspace(disk: Path) -> Iterator[Layout]:
     """Scratch space: the SSDs on `disk`, the DRAM caches on /dev/shm (memory)."""
     if not disk.is_dir():
         raise InputError(f"--dir {disk}: no such directory")
-    work = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=disk))
+    try:
+        work = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=disk))
+    except OSError as err:
+        raise InputError(f"--dir {disk}: cannot write there: {err.strerror}") from None
     shm = Path("/dev/shm")
     dram = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=shm if shm.is_dir() else work))
     try:
@@ -151,12 +151,23 @@ def _validate_policy(
         "with_replay_startup": {"instance_startup_s": startup}
         | {k: v for k, v in errors(real_ttft, corrected).items() if k.endswith("rel_error")},
     }
+    if result["sim"]["migrated_requests"]:
+        result["warning"] = (
+            f"the simulator migrated {result['sim']['migrated_requests']} requests, which "
+            "the real replay cannot: the two sides did not run the same policy"
+        )
     return result, tables
 
 
 def _check_out(out: Path | None) -> None:
-    if out is not None and out.exists() and not (out / "report.json").is_file():
+    """Refuse, before minutes of replay, an `--out` that could not be written."""
+    if out is None:
+        return
+    if out.exists() and not (out / "report.json").is_file():
         raise InputError(f"--out {out}: exists and is not a validate output; not replacing it")
+    parent = out.absolute().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError(f"--out {out}: {parent} is not a writable directory")
 
 
 def _write_out(
@@ -199,8 +210,7 @@ def run(args: argparse.Namespace) -> dict:
             "profile.json": profile.read_bytes(),
         }
     report = {
-        "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes}
-        | {k: v for k, v in vars(scenario).items()},
+        "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes} | vars(scenario),
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
@@ -220,17 +230,20 @@ def _table(report: dict) -> str:
             real, sim = result[f"ttft_p{q}_real_s"], result[f"ttft_p{q}_sim_s"]
             error = result[f"ttft_p{q}_rel_error"]
             lines.append(f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}")
-    return "\n".join(lines)
+    warnings = [f"warning: {r['warning']}" for r in report["policies"].values() if "warning" in r]
+    return "\n".join(lines + warnings)
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # A killed run still removes its scratch files and memory (`finally` runs on exit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        args = _parser().parse_args(argv)
         report = run(args)
     except InputError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
-    except RuntimeError as err:
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else _table(report))

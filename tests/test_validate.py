@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +189,21 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
         for key in ("real_s", "sim_s", "rel_error"):
             assert math.isfinite(result[f"ttft_p{q}_{key}"])
         assert result[f"ttft_p{q}_real_s"] > 0
+
+
+def test_a_killed_replay_leaves_nothing_behind(profile, tmp_path):
+    disk, shm = tmp_path / "disk", Path("/dev/shm")
+    disk.mkdir()
+    before = set(shm.glob("thaw-validate-*"))
+    command = [sys.executable, "-m", "calibration.validate", "--quick", "--profile",
+               str(profile), "--policies", "locality", "--dir", str(disk)]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        deadline = time.monotonic() + 120
+        while not list(disk.glob("thaw-validate-*/trace.csv")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # into the replay: instances starting, checkpoints being read
+        child.terminate()
+        child.communicate(timeout=60)
+    assert child.returncode == 143
+    assert not list(disk.iterdir())
+    assert set(shm.glob("thaw-validate-*")) == before

@@ -43,7 +43,7 @@ class Records:
         self.placed_at[i], self.server[i], self.instance[i] = now, server, instance
         self.tier[i] = tier if math.isnan(self.instances[instance].ready) else "warm"
 
-    def spawned(self, instance: int, model: str, server: int, tier: str, now: float) -> None:
+    def spawned(self, model: str, server: int, tier: str, now: float) -> None:
         self.instances.append(InstanceRecord(model, server, tier, now))
 
     def instance_event(self, instance: int, event: str, t: float) -> None:

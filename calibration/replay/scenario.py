@@ -60,6 +60,10 @@ class Scenario:
     dram_bytes: int = 200 * 10**6  # two of the three checkpoints at most
     tokens: str = "lognormal:48,0.6,24,0.6"
 
+    def __post_init__(self) -> None:
+        if self.gpus != 1:  # the books, the view's load estimates and the replay assume it
+            raise ValueError("the real replay runs one GPU per server")
+
 
 QUICK = Scenario(requests=30, rate=1.0)
 FULL = Scenario(requests=90, rate=1.0)
@@ -93,15 +97,10 @@ def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
     sizes = {}
     for seed, (name, config) in enumerate(MODELS.items()):
         first = layout.ssd(0, name)
-        if first.exists():
-            shutil.rmtree(first)
         first.parent.mkdir(parents=True, exist_ok=True)
         save_model(Transformer.random(config, seed), first)
         for server in range(1, scenario.servers):
-            copy = layout.ssd(server, name)
-            if copy.exists():
-                shutil.rmtree(copy)
-            shutil.copytree(first, copy)
+            shutil.copytree(first, layout.ssd(server, name))
         sizes[name] = (first / BLOB_NAME).stat().st_size
     for server in range(scenario.servers):  # written back and cold before the replay
         for name in MODELS:

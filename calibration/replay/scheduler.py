@@ -223,15 +223,21 @@ class Replay:
         )
         stderr.close()
         instance = Instance(instance_id, model, server, tier, process)
-        self.records.spawned(instance.id, model, server, tier, self.now())
+        self.records.spawned(model, server, tier, self.now())
         self._instances.append(instance)
         threading.Thread(target=self._listen, args=(instance,), daemon=True).start()
         return instance
 
     def _listen(self, instance: Instance) -> None:
+        """Pass the instance's messages on; None once it has ended (or said nonsense, which
+        is then in its error file), so the loop always hears of its end."""
         assert instance.process.stdout is not None
-        for line in instance.process.stdout:
-            self._inbox.put((instance, json.loads(line)))
+        try:
+            for line in instance.process.stdout:
+                self._inbox.put((instance, json.loads(line)))
+        except (json.JSONDecodeError, ValueError) as err:
+            with open(self.layout.work / f"instance-{instance.id}.err", "a") as errors:
+                errors.write(f"unreadable message from the instance: {err}\n")
         self._inbox.put((instance, None))
 
     def _handle(self, instance: Instance, message: dict | None) -> None:

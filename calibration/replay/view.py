@@ -121,10 +121,9 @@ class Books:
         return sum(self.available_gpus(s) for s in range(len(self.free)))
 
     def load_s(self, server: int, model: str, delay: float) -> float:
-        pcie = self.derived["dram_to_gpu_bytes_per_s"]
-        rate = pcie
+        rate = self.derived["dram_to_gpu_bytes_per_s"]
         if self.fastest_tier(server, model) == "ssd":
-            rate = min(pcie, self.derived["ssd_read_bytes_per_s"])
+            rate = min(rate, self.derived["ssd_read_bytes_per_s"])
         return self.models[model] / rate
 
     def running(self, server: int) -> list[Running]:
