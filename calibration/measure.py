@@ -115,6 +115,11 @@ def measure(device: str, directory: Path, chosen: Settings, source: Path | None,
         measurements, points["decode"], points["prefill"], points["migration"], reference_bytes
     )
     machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
+    # The loader against the device, as DESIGN's profile contract asks: raw is the best
+    # configuration of a sweep, so this is a lower bound on the loader's efficiency.
+    machine["loader_efficiency"] = (
+        measurements["loader_cold"].median / measurements["raw_cold"].median
+    )
     machine["measure_wall_s"] = round(time.perf_counter() - started, 1)
     document = {
         "version": profile.SCHEMA_VERSION,

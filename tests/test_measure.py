@@ -65,6 +65,8 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
     assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
+    efficiency = measurements["loader_cold"]["median"] / measurements["raw_cold"]["median"]
+    assert document["machine"]["loader_efficiency"] == efficiency
     fits = document["machine"]["fits"]
     assert derived["recompute_tokens_per_s"] == 1 / fits["prefill"]["slope"]
     assert derived["migration_per_token_s"] == fits["migration_free"]["slope"]
