@@ -17,14 +17,10 @@ from calibration.buffers import aligned_pinned, host_buffer
 from calibration.measurement import Measurement, seconds
 
 
-def measure_copies(
-    device: str, nbytes: int, tensor_bytes: Sequence[int], runs: int
-) -> dict[str, Measurement]:
-    """`dram_to_device_{pageable,pinned}_{one_copy,per_tensor}` in bytes/s.
-
-    `tensor_bytes`: the sizes of the tensors of a checkpoint of `nbytes`, for the per
-    tensor copies. Pinned only on a GPU.
-    """
+def measure_copies(device: str, tensor_bytes: Sequence[int], runs: int) -> dict[str, Measurement]:
+    """`dram_to_device_{pageable,pinned}_{one_copy,per_tensor}` in bytes/s, over a buffer
+    as large as the tensors of `tensor_bytes` together. Pinned only on a GPU."""
+    nbytes = sum(tensor_bytes)
     sources = {"pageable": host_buffer(nbytes)}
     if device != "cpu":
         sources["pinned"] = aligned_pinned(nbytes)
@@ -34,7 +30,7 @@ def measure_copies(
         if device == "cpu"
         else torch.empty(nbytes, dtype=torch.uint8, device=device)
     )
-    ranges = _ranges(tensor_bytes, nbytes)
+    ranges = _ranges(tensor_bytes)
     samples: dict[str, list[float]] = {}
     for _, (memory, source), (style, pieces) in itertools.product(
         range(runs), sources.items(), {"one_copy": [(0, nbytes)], "per_tensor": ranges}.items()
@@ -45,15 +41,10 @@ def measure_copies(
     return {key: Measurement(tuple(rates), "bytes/s", False) for key, rates in samples.items()}
 
 
-def _ranges(tensor_bytes: Sequence[int], limit: int) -> list[tuple[int, int]]:
-    """Back-to-back (offset, size) pieces of the given sizes, as many as fit in `limit`."""
-    pieces, offset = [], 0
-    for size in tensor_bytes:
-        if offset + size > limit:
-            break
-        pieces.append((offset, size))
-        offset += size
-    return pieces
+def _ranges(tensor_bytes: Sequence[int]) -> list[tuple[int, int]]:
+    """Back-to-back (offset, size) pieces of the given sizes."""
+    offsets = itertools.accumulate(tensor_bytes, initial=0)
+    return list(zip(offsets, tensor_bytes, strict=False))  # the last offset, the end, unused
 
 
 def _copier(

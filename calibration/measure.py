@@ -178,7 +178,7 @@ def _measure_all(
 
 def _copies(files: StorageFiles, device: str, runs: int) -> dict[str, Measurement]:
     sizes = [entry.nbytes for entry in read_index(files.checkpoint).tensors]
-    results = measure_copies(device, sum(sizes), sizes, runs)
+    results = measure_copies(device, sizes, runs)
     for name, value in results.items():
         _say(f"{name.removeprefix('dram_to_device_')}: {value.median / 1e9:.2f} GB/s (median)")
     return results

@@ -102,10 +102,9 @@ def measure_storage(
     host = host_buffer(size)
     out = host if device == "cpu" else torch.empty(size, dtype=torch.uint8, device=device)
     results = _raw_sweep(files.blob, host, grid)
-    best = max(results, key=lambda key: results[key].median)
-    chunk, threads = grid[list(results).index(best)]
-    progress(f"raw O_DIRECT sweep: best {best.removeprefix('raw_cold_')}")
-    payload = files.payload_bytes
+    chunk, threads = max(grid, key=lambda config: results[_sweep_name(*config)].median)
+    progress(f"raw O_DIRECT sweep: best {_sweep_name(chunk, threads).removeprefix('raw_cold_')}")
+    payload, blob_bytes = files.payload_bytes, files.blob.stat().st_size
     variants: dict[str, Callable[[], object]] = {
         "raw": lambda: raw_read(files.blob, host, chunk, threads),
         "loader": lambda: _synchronize(device, load(files.checkpoint, device, out=out)),
@@ -120,8 +119,9 @@ def measure_storage(
         if name == "loader" and choose_direct(source, "auto") != (state == "cold"):
             raise RuntimeError(f"{source}: the loader would not read it {state} as intended")
         took = seconds(variants[name])
-        nbytes = files.blob.stat().st_size if name == "raw" else payload
-        samples.setdefault(f"{name}_{state}", []).append(nbytes / took)
+        samples.setdefault(f"{name}_{state}", []).append(
+            (blob_bytes if name == "raw" else payload) / took
+        )
     for key, rates in samples.items():
         results[key] = Measurement(tuple(rates), "bytes/s", key.endswith("warm"))
         progress(f"{key.replace('_', ' ')}: {results[key].median / 1e9:.2f} GB/s (median)")
@@ -157,5 +157,9 @@ def _raw_sweep(
     for chunk, threads in grid:
         make_cold(str(blob))
         rate = size / raw_read(blob, buffer, chunk, threads)
-        sweep[f"raw_cold_{chunk // 2**20}MiB_x{threads}"] = Measurement((rate,), "bytes/s", False)
+        sweep[_sweep_name(chunk, threads)] = Measurement((rate,), "bytes/s", False)
     return sweep
+
+
+def _sweep_name(chunk: int, threads: int) -> str:
+    return f"raw_cold_{chunk // 2**20}MiB_x{threads}"
