@@ -1,7 +1,6 @@
 """`python -m analysis report DIR -o OUT`: the report of a run, a set of runs or a sweep."""
 
 import argparse
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -10,18 +9,13 @@ matplotlib.use("Agg")  # files only, never a window; set before pyplot is import
 
 from analysis.load import AnalysisInputError, load_runs
 from analysis.report import check_report_dir, write_report
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line (and still exit 2)."""
-
-    def error(self, message: str) -> None:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+from sim.common.cli import Parser
+from sim.common.cli import run as run_command
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m analysis", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m analysis", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     report = commands.add_parser(
         "report",
         help="figures and a Markdown report for a run, a directory of runs, or a sweep",
@@ -64,8 +58,4 @@ def report(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return report(args)
-    except AnalysisInputError as err:
-        print(f"python -m analysis {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return run_command(f"python -m analysis {args.command}", lambda: report(args))

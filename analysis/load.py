@@ -1,7 +1,7 @@
 """Load results into DataFrames: a run directory, a directory of runs, or a sweep.
 
 Only result files are read (DESIGN.md): `summary.json` and `requests.parquet` of each
-run, through the schema in `sim.results`. Of a sweep, `sweep.parquet` says which runs
+run, through the schema in `sim.results.schema`. Of a sweep, `sweep.parquet` says which runs
 belong to its grid; their rows come from their summaries, like any other run's.
 """
 
@@ -10,13 +10,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.results import COORDINATES, REQUESTS, SUMMARY, SWEEP_TABLE, read_summary, summary_row
+from sim.common.errors import InputError
+from sim.results.schema import (
+    COORDINATES,
+    REQUESTS,
+    SUMMARY,
+    SWEEP_TABLE,
+    read_summary,
+    summary_row,
+)
 
 SETTING = ("trace", "cluster", "rate_scale", "policy")  # a run's coordinates but the seed
 LADDER = ("random", "locality", "migration", "startup-aware", "preemption")
 
 
-class AnalysisInputError(Exception):
+class AnalysisInputError(InputError):
     """A path the user gave holds no results; the CLI prints it as one line, exit 2."""
 
 

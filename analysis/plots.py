@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.load import LADDER, policy_order
-from sim.results import LOAD_TIERS
+from sim.results.schema import LOAD_TIERS
 
 TIER_COLOURS = {"dram": "#9ecae1", "ssd": "#4292c6", "remote": "#08306b"}
 TIER_NAMES = {"dram": "DRAM", "ssd": "SSD", "remote": "remote store"}

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from analysis import plots
 from analysis.load import SETTING, AnalysisInputError, Runs
 from analysis.stats import cost, over_seeds, slo_attainment
-from sim.results import CONFIG, INSTANCES, LOAD_TIERS
+from sim.results.schema import CONFIG, INSTANCES, LOAD_TIERS
 
 REPORT = "report.md"
 REQUEST_COLUMNS = [

@@ -12,14 +12,9 @@ import argparse
 import statistics
 from pathlib import Path
 
+import sim
 import traces
 from sim.config import load_config
-from sim.replay import replay
-from sim.summary import summarize
-
-
-def run(config, trace_path, policy: str, seed: int) -> dict:
-    return summarize(replay(config, trace_path, policy, seed), policy, seed, trace_path)
 
 
 def main() -> None:
@@ -32,7 +27,9 @@ def main() -> None:
     config = load_config(args.cluster)
     trace_path = Path(args.trace) if args.trace else traces.default_trace()
     policies = args.policies.split(",")
-    results = {p: [run(config, trace_path, p, s) for s in range(args.seeds)] for p in policies}
+    results = {
+        p: [sim.run(p, trace_path, config, s).summary for s in range(args.seeds)] for p in policies
+    }
     p99 = {p: [r["ttft_p99_s"] for r in runs] for p, runs in results.items()}
     best = [min(policies, key=lambda p, s=s: p99[p][s]) for s in range(args.seeds)]
     print(f"{args.seeds} seeds; medians over seeds")

@@ -39,15 +39,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import calibration
-from calibration import pagecache
-from calibration.buffers import host_buffer
-from calibration.format import BLOB_NAME, is_checkpoint, read_index
-from calibration.raw_read import DirectIORefused
-from calibration.raw_read import raw_read as direct_read
-from calibration.reader import choose_mode
-from calibration.synthetic import llama_shapes, random_bf16
-from calibration.touch import touch
-from sim.units import parse_size
+from calibration.checkpoint import pagecache
+from calibration.checkpoint.buffers import host_buffer
+from calibration.checkpoint.format import BLOB_NAME, is_checkpoint, read_index
+from calibration.checkpoint.reader import choose_mode
+from calibration.measure.raw_read import DirectIORefused
+from calibration.measure.raw_read import raw_read as direct_read
+from calibration.measure.synthetic import llama_shapes, random_bf16
+from calibration.measure.touch import touch
+from sim.common.units import parse_size
 
 MiB = 2**20
 RAW_CHUNKS = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]

@@ -25,8 +25,8 @@ import numpy as np
 
 import traces
 from analysis.stats import bootstrap_ci
+from sim.api import replay
 from sim.config import load_config
-from sim.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "configs" / "serverlessllm-osdi24.toml"

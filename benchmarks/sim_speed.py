@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import traces
-from sim import seeds
+from sim.common import seeds
 from sim.config import load_config
 from sim.simulator import Simulation
 from traces.generate import synthesize

@@ -1,25 +1,24 @@
-"""Calibration: the real checkpoint loader, measured on real machines.
+"""Calibration: real parts, measured on real machines.
 
-`write_checkpoint` writes thaw's aligned checkpoint format (`calibration.format`),
-`load` streams one onto a device, `calibration.verify.verify` checks one; `python -m
-calibration.convert` and `python -m calibration.verify` are the command-line faces.
-`benchmarks/loader.py` measures the loader against the raw device and today's loaders.
-`calibration.model` is a small Llama-like decoder with random seeded weights, and
-`calibration.token_migration` moves a decoding request between two processes by token
-recomputation. `python -m calibration.measure` measures all of them on a machine and
-writes the hardware profile `sim run --profile` reads (`calibration.measure`'s docstring
-lists what it runs; `calibration/profiles/` holds examples).
+`checkpoint`: thaw's aligned checkpoint format and its pipelined loader. `load` streams a
+checkpoint onto a device and `write_checkpoint` writes one (both exported here);
+`python -m calibration.convert` and `python -m calibration.verify` are its command-line
+faces. `migration`: a small Llama-like decoder with seeded random weights and live
+migration of a decoding request between two processes by token recomputation.
+`measure`: `python -m calibration.measure` measures all of them on a machine and writes
+the hardware profile `sim run --profile` reads (`calibration/profiles/` holds examples).
+`validate`: `python -m calibration.validate` compares the simulator with a real replay.
 """
 
 import importlib
 
 # Imported on first use, so that `python -m calibration.verify` (no torch) starts fast.
 _EXPORTS = {
-    "CheckpointError": "calibration.format",
-    "DirectIOFallback": "calibration.reader",
-    "buffer_bytes": "calibration.reader",
-    "load": "calibration.reader",
-    "write_checkpoint": "calibration.writer",
+    "CheckpointError": "calibration.checkpoint.format",
+    "DirectIOFallback": "calibration.checkpoint.reader",
+    "buffer_bytes": "calibration.checkpoint.reader",
+    "load": "calibration.checkpoint.reader",
+    "write_checkpoint": "calibration.checkpoint.writer",
 }
 __all__ = list(_EXPORTS)
 

@@ -1,1 +1,18 @@
-"""thaw's discrete-event model of a serverless LLM inference cluster (SimPy)."""
+"""thaw's discrete-event model of a serverless LLM inference cluster (SimPy).
+
+`sim.run(policy, trace, cluster, seed)` simulates one run and returns its tables and
+summary (`sim.api`); `python -m sim run|sweep` is the command line (`sim.cli`).
+"""
+
+import importlib
+
+# Imported on first use: `sim.common`, which every package imports, must not pull in the
+# simulator (and `traces`, which the simulator imports) with it.
+_EXPORTS = {"run": "sim.api", "RunResult": "sim.api"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sim' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

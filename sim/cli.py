@@ -8,29 +8,22 @@ from pathlib import Path
 
 import traces
 from policies import get_policy, policy_names
-from sim.config import load_config
-from sim.errors import InputError
+from sim.api import run as simulate
+from sim.common.cli import Parser
+from sim.common.cli import run as run_command
+from sim.common.errors import InputError
 from sim.invariants import InvariantError
 from sim.progress import ProgressBar
-from sim.replay import replay
-from sim.results import SWEEP_TABLE
-from sim.run_dir import check_writable, write_run
-from sim.summary import summarize
-from sim.sweep import SWEEP_FILE, run_sweep
-from sim.sweep_grid import BACKENDS, load_sweep
+from sim.results.run_dir import check_writable
+from sim.results.schema import SWEEP_TABLE
+from sim.sweep.driver import SWEEP_FILE, run_sweep
+from sim.sweep.grid import BACKENDS, load_sweep
 from traces.options import add_trace_options, trace_options
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line (and still exit 2)."""
-
-    def error(self, message: str) -> None:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m sim", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m sim", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     run = commands.add_parser(
         "run",
         help="simulate one trace on one cluster under one policy",
@@ -199,23 +192,21 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--until: expected a positive number of seconds, got {args.until}")
     out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
     check_writable(out)
-    config = load_config(args.cluster, args.profile)
-    trace_path = args.trace or traces.default_trace()
     show_progress = not args.quiet and sys.stderr.isatty()
-    progress = ProgressBar(args.policy) if show_progress else None
-    sim = replay(
-        config,
-        Path(trace_path),
+    result = simulate(
         args.policy,
+        args.trace,
+        args.cluster,
         args.seed,
-        progress,
-        trace_options(args),
+        profile=args.profile,
+        trace_options=trace_options(args),
         check=args.check,
         max_requests=args.max_requests,
         until=args.until,
+        progress=ProgressBar(args.policy) if show_progress else None,
     )
-    summary = summarize(sim, args.policy, args.seed, Path(trace_path))
-    write_run(out, sim.table.frame(), sim.cluster.log.frame(), summary, config.to_toml())
+    result.write(out)
+    summary = result.summary
     if not args.quiet:
         print(_table(summary))
         print(f"{'run directory':<18} {out}")
@@ -256,11 +247,9 @@ def sweep(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    prog = f"python -m sim {args.command}"
     try:
-        return {"run": run, "sweep": sweep}[args.command](args)
-    except (InputError, traces.TraceError) as err:
-        print(f"python -m sim {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return run_command(prog, lambda: {"run": run, "sweep": sweep}[args.command](args))
     except InvariantError as err:
-        print(f"python -m sim {args.command}: invariant violated: {err}", file=sys.stderr)
+        print(f"{prog}: invariant violated: {err}", file=sys.stderr)
         return 1

@@ -14,8 +14,8 @@ from sim.clock import Clock
 from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
-from sim.instance_log import InstanceLog
 from sim.loading import LINKS, fastest_tier
+from sim.results.instance_log import InstanceLog
 from sim.server import Server
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sim import toml_writer
-from sim.errors import InputError
+from sim.common.errors import InputError
+from sim.common.units import parse_bandwidth, parse_size
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
-from sim.units import parse_bandwidth, parse_size
 
 
 @dataclass(frozen=True)

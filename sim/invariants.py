@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.request_table import STATUSES
+from sim.results.request_table import STATUSES
 
 if TYPE_CHECKING:
     from sim.simulator import Simulation

@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.errors import InputError
+from sim.common.errors import InputError
 
 if TYPE_CHECKING:
     from sim.config import ClusterConfig

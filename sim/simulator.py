@@ -33,7 +33,7 @@ from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
-from sim.request_table import RequestTable
+from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import torch
 
-from calibration.writer import write_checkpoint
+from calibration.checkpoint.writer import write_checkpoint
 
 # Every dtype the format stores that this torch build has (fp8 where available).
 DTYPES = [

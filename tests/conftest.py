@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
-from sim import seeds
+from sim.common import seeds
 from sim.config import ClusterConfig, load_config
 from sim.simulator import Simulation
 

@@ -12,8 +12,8 @@ from analysis import AnalysisInputError, bootstrap_ci, load_runs, over_seeds, sl
 from analysis.cli import main
 from analysis.report import settings_table
 from sim.cli import main as sim_main
-from sim.sweep import run_sweep
-from sim.sweep_grid import load_sweep
+from sim.sweep.driver import run_sweep
+from sim.sweep.grid import load_sweep
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration.verify import main as verify
+from calibration.checkpoint.verify import main as verify
 from sim.cli import main
 
 BAD = Path(__file__).parent / "data" / "bad"

@@ -8,8 +8,8 @@ import pytest
 from checkpoint_support import llama_like, write
 
 import calibration
-from calibration import verify
-from calibration.format import BLOB_NAME, INDEX_NAME, read_index
+from calibration.checkpoint import verify
+from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, read_index
 
 
 def _edit_index(path, edit):

@@ -12,10 +12,10 @@ from checkpoint_support import every_dtype, llama_like, same_bits, write
 from safetensors.torch import save_file
 
 import calibration
-from calibration import convert
-from calibration.format import BLOB_NAME, INDEX_NAME, read_index
-from calibration.ordering import forward_pass_order
-from sim import publish
+from calibration.checkpoint import convert
+from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, read_index
+from calibration.checkpoint.ordering import forward_pass_order
+from sim.common import publish
 
 
 def test_forward_pass_order_is_natural_not_alphabetical():

@@ -2,8 +2,8 @@ import tomllib
 
 import pytest
 
+from sim.common.errors import InputError
 from sim.config import load_config
-from sim.errors import InputError
 
 
 def write(tmp_path, text):

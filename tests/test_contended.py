@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import traces
+from sim.api import replay
 from sim.config import load_config
-from sim.replay import replay
 
 SEEDS = range(3)
 

@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calibration
-from calibration.buffers import host_buffer
-from calibration.direct_io import open_direct
-from calibration.format import BLOB_NAME, read_index
-from calibration.pagecache import evict, resident_fraction
-from calibration.plan import plan_regions
-from calibration.reader import MASK64, choose_direct, choose_mode
-from calibration.staging import _Copies, stream_staged
+from calibration.checkpoint.buffers import host_buffer
+from calibration.checkpoint.direct_io import open_direct
+from calibration.checkpoint.format import BLOB_NAME, read_index
+from calibration.checkpoint.pagecache import evict, resident_fraction
+from calibration.checkpoint.plan import plan_regions
+from calibration.checkpoint.reader import MASK64, choose_direct, choose_mode
+from calibration.checkpoint.staging import _Copies, stream_staged
 
 SHM = Path("/dev/shm")
 

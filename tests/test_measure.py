@@ -15,12 +15,12 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from calibration.derivation import derive
-from calibration.linear_fit import Points, fit_line, fit_through_origin
-from calibration.measurement import Measurement
-from calibration.plausibility import ImpossibleProfile, check
-from calibration.reader import load
-from calibration.storage_probe import measure_storage, prepare
+from calibration.checkpoint.reader import load
+from calibration.measure.derivation import derive
+from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
+from calibration.measure.measurement import Measurement
+from calibration.measure.plausibility import ImpossibleProfile, check
+from calibration.measure.storage_probe import measure_storage, prepare
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
 WARM = ("loader_warm", "safetensors_warm")

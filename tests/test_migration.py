@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import GiB, simulate, tiny_config
 
-from sim import seeds
+from sim.common import seeds
 from sim.simulator import Simulation
 
 STARTUP = 2.0

@@ -5,7 +5,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from calibration.model import KVCache, ModelConfig, Transformer, greedy, load_model, save_model
+from calibration.migration.model import (
+    KVCache,
+    ModelConfig,
+    Transformer,
+    greedy,
+    load_model,
+    save_model,
+)
 
 CONFIG = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=2, vocab=128, max_positions=96)
 PROMPT = [5, 17, 99, 3, 42, 8, 64, 1, 77, 23, 11, 90]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import traces
-from sim import seeds
+from sim.common import seeds
 from sim.config import load_config
 from sim.simulator import Simulation
 

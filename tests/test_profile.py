@@ -5,8 +5,8 @@ import json
 import pytest
 from conftest import GiB, simulate, tiny_config
 
+from sim.common.errors import InputError
 from sim.config import load_config
-from sim.errors import InputError
 
 DERIVED = {
     "ssd_read_bytes_per_s": 2 * GiB,

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies import policy_names
-from sim import seeds
+from sim.common import seeds
 from sim.config import load_config
 from sim.simulator import Simulation
 

@@ -13,13 +13,13 @@ import pytest
 import ray
 
 import traces
-from sim import seeds
+from sim.api import replay
 from sim.cli import main
+from sim.common import seeds
 from sim.config import load_config
-from sim.replay import replay
-from sim.results import SWEEP_TABLE
-from sim.sweep import run_sweep
-from sim.sweep_grid import load_sweep
+from sim.results.schema import SWEEP_TABLE
+from sim.sweep.driver import run_sweep
+from sim.sweep.grid import load_sweep
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 

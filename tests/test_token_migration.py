@@ -7,8 +7,8 @@ import pickle
 import pytest
 import torch
 
-from calibration.model import ModelConfig, Transformer, greedy, save_model
-from calibration.token_migration import Destination, _serve, migrate
+from calibration.migration.model import ModelConfig, Transformer, greedy, save_model
+from calibration.migration.token_migration import Destination, _serve, migrate
 
 CONFIG = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=2, vocab=256, max_positions=512)
 PROMPT = [3, 141, 59, 26, 5, 35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79, 50, 28, 84, 19]

@@ -140,7 +140,7 @@ def test_forcing_a_format_overrides_detection():
 
 
 def test_the_seeded_trace_stream_is_the_simulators():
-    from sim import seeds
+    from sim.common import seeds
 
     ours, theirs = traces.seeded(7), seeds.rng(7, "trace")
     assert ours.random(4).tolist() == theirs.random(4).tolist()

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.replay.compare import instance_phases
-from calibration.replay.records import InstanceRecord, Records
-from calibration.replay.view import Books
+from calibration.validate.compare import instance_phases
+from calibration.validate.records import InstanceRecord, Records
+from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
 

@@ -85,7 +85,7 @@ class Trace:
 
 
 def seeded(seed: int) -> np.random.Generator:
-    """The generator for a trace's draws: the simulator's "trace" stream (sim/seeds.py), so
+    """The generator for a trace's draws: the simulator's "trace" stream (sim/common/seeds.py), so
     `python -m traces convert --seed N` writes the workload `python -m sim run --seed N`
     replays from the same file."""
     return np.random.default_rng([0, seed])

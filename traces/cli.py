@@ -7,19 +7,14 @@ import sys
 from pathlib import Path
 
 import traces
+from sim.common.cli import Parser
+from sim.common.cli import run as run_command
 from traces import transform
 from traces.catalog import catalog, zipf_exponent
 from traces.generate import synthesize
 from traces.options import add_trace_options, non_negative, positive, trace_options
 from traces.stats import render, statistics
 from traces.writer import write_canonical
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line (and still exit 2)."""
-
-    def error(self, message: str) -> None:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _count(text: str) -> int:
@@ -56,8 +51,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m traces", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m traces", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     formats = list(traces.FORMATS)
 
     stats = commands.add_parser("stats", help="describe a trace")
@@ -133,8 +128,4 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return run(args)
-    except (traces.TraceError, OSError) as err:
-        print(f"python -m traces {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return run_command(f"python -m traces {args.command}", lambda: run(args))

@@ -2,9 +2,12 @@
 
 from pathlib import Path
 
+from sim.common.errors import InputError
 
-class TraceError(ValueError):
-    pass
+
+class TraceError(InputError, ValueError):
+    """A trace file or trace option is wrong; the message names the file and line. Also a
+    ValueError, so that argparse reports one raised by an option's parser as a usage error."""
 
 
 def line_of(row: int) -> int:

@@ -1,0 +1,3 @@
+from calibration.measure.command import main
+
+raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""From raw measurements to the derived parameters the simulator runs on.
+
+Each derived number is one measured figure, or the simulator's own cost model fitted to
+measured points (`calibration.measure.linear_fit`), so that it predicts the measured times as
+well as that model can (sim/profile.py documents the fields):
+
+- `ssd_read_bytes_per_s`: the real loader, cold, from the measured disk to the device;
+- `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
+  (the page cache), moved onto the device by the same code a DRAM-cache load runs;
+- `instance_startup_s`: a fresh process importing torch and creating its context;
+- `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
+  slope of the line through it that fits the other batch sizes best;
+- `recompute_tokens_per_s`: the rate that fits the prefill times best (the simulator's
+  prefill takes tokens / rate, with no fixed term);
+- `migration_fixed_s`: what a stop-and-copy round costs beyond recomputing its tokens
+  at that rate (the simulator's round is `fixed + tokens / rate` plus the tokens'
+  bytes over the network, which on one machine is a pipe), fitted in relative terms:
+  the fixed cost matters most in the short final round, the pause a request sees;
+- `migration_per_token_s`: the slope of a free line through the rounds, for the record
+  (the simulator derives its own from the network and the rate).
+
+The remote store's network is not measured (one box has none to measure), so the
+profile leaves the cluster's own figure in place. What the numbers could not say
+honestly (a fit that noise bent below zero, recompute no faster than decode) goes into
+the notes, not under the rug.
+"""
+
+from calibration.measure.linear_fit import (
+    Line,
+    Points,
+    fit_intercept,
+    fit_line,
+    fit_through,
+    fit_through_origin,
+)
+from calibration.measure.measurement import Measurement
+from calibration.measure.plausibility import ImpossibleProfile
+
+
+def derive(
+    measurements: dict[str, Measurement],
+    decode: Points,
+    prefill: Points,
+    migration: Points,
+    model_bytes: int,
+) -> tuple[dict[str, float], list[str], dict[str, Line]]:
+    """The derived parameters, the notes that qualify them, and the fitted lines.
+
+    `decode`: step seconds by batch size, batch 1 first; `prefill`: seconds by prompt
+    length; `migration`: stop-and-copy round seconds by tokens moved.
+    """
+    if decode.x[0] != 1:
+        raise ValueError("the decode points must begin at batch 1")
+    fits = {
+        "decode": fit_through(decode, 1.0, decode.y[0]),
+        "prefill": fit_through_origin(prefill),
+        "migration_free": fit_line(migration),
+    }
+    for name in ("prefill", "migration_free"):
+        if fits[name].slope <= 0:
+            raise ImpossibleProfile(f"{name} time did not grow with the tokens: timings too noisy")
+    rate = 1 / fits["prefill"].slope
+    fits["migration"] = fit_intercept(migration, fits["prefill"].slope)
+    notes = []
+    derived = {
+        "ssd_read_bytes_per_s": measurements["loader_cold"].median,
+        "dram_to_gpu_bytes_per_s": measurements["loader_warm"].median,
+        "instance_startup_s": measurements["instance_startup"].median,
+        "reference_model_bytes": float(model_bytes),
+        "decode_step_s": decode.y[0],
+        "decode_step_per_request_s": _at_least_zero(
+            fits["decode"].slope, "decode_step_per_request_s", notes
+        ),
+        "recompute_tokens_per_s": rate,
+        "migration_fixed_s": _at_least_zero(
+            fits["migration"].intercept, "migration_fixed_s", notes
+        ),
+        "migration_per_token_s": fits["migration_free"].slope,
+    }
+    if rate <= 1 / decode.y[0]:
+        notes.append(
+            f"recompute ({rate:.0f} tokens/s) is not faster than decode "
+            f"({1 / decode.y[0]:.0f} tokens/s) on this hardware: the design expects it to "
+            "be, and token migration gains less here"
+        )
+    rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
+    notes.append(
+        f"prefill ran at {min(rates):.0f}-{max(rates):.0f} tokens/s over prompts of "
+        f"{min(prefill.x):.0f}-{max(prefill.x):.0f} tokens (attention costs more per token "
+        "in long prompts, fixed costs more in short ones); recompute_tokens_per_s is the "
+        "rate that fits them best"
+    )
+    return derived, notes, fits
+
+
+def _at_least_zero(value: float, name: str, notes: list[str]) -> float:
+    """`value`, or 0 with a note where noise bent a fit below zero."""
+    if value >= 0:
+        return value
+    notes.append(f"{name}: the fit gave {value:.3g} s (noise); recorded as 0")
+    return 0.0

@@ -1,0 +1,95 @@
+"""How much `python -m calibration.measure` measures: a quick pass for CI, or a full one
+for a profile.
+
+The reference model is `calibration.migration.model`'s decoder at a size that suits the device: a
+few MB for `--quick`, about 0.5 GB in fp32 on a CPU (a prefill of 2,048 tokens then
+takes seconds, not minutes), about 2.2 GB in bf16 on a GPU (a 1.1B-parameter Llama
+shape). Full runs sweep what the issue asks: batch sizes 1..16, prompts up to several
+thousand tokens, the raw read over request sizes and threads.
+"""
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from calibration.migration.model import ModelConfig
+
+MiB = 2**20
+# On a CPU device, inference runs on one thread, as each worker of a CPU replay does
+# (`calibration.validate`): torch's multi-threaded kernels stalled by tens of ms whenever
+# another process held a core of this 2-core VM, which measured the neighbours.
+CPU_INFERENCE_THREADS = 1
+
+QUICK_MODEL = ModelConfig(
+    layers=2, hidden=256, heads=4, kv_heads=2, intermediate=704, vocab=4096, max_positions=1024
+)
+CPU_MODEL = ModelConfig(
+    layers=8,
+    hidden=1024,
+    heads=16,
+    kv_heads=4,
+    intermediate=2816,
+    vocab=16384,
+    max_positions=4096,
+)
+GPU_MODEL = ModelConfig(
+    layers=16,
+    hidden=2048,
+    heads=16,
+    kv_heads=8,
+    intermediate=5632,
+    vocab=32000,
+    max_positions=8192,
+    dtype=torch.bfloat16,
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    checkpoint_bytes: int
+    runs: int  # repetitions of each storage, copy and start-up measurement
+    raw_grid: tuple[tuple[int, int], ...]  # (request bytes, threads) of the raw sweep
+    model: ModelConfig
+    decode_batches: tuple[int, ...]
+    decode_steps: int
+    prefill_lengths: tuple[int, ...]
+    prefill_runs: int
+    migration_lengths: tuple[int, ...]
+    migration_runs: int
+    migration_new_tokens: int
+
+
+def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Settings:
+    """The settings for `device`; `size` and `runs` override the storage defaults."""
+    if quick:
+        base = Settings(
+            checkpoint_bytes=64 * MiB,
+            runs=2,
+            raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
+            model=QUICK_MODEL,
+            decode_batches=(1, 2, 4),
+            decode_steps=5,
+            prefill_lengths=(32, 128, 512),
+            prefill_runs=5,
+            migration_lengths=(16, 128, 512),
+            migration_runs=5,
+            migration_new_tokens=24,
+        )
+    else:
+        gpu = device != "cpu"
+        base = Settings(
+            checkpoint_bytes=2048 * MiB,
+            runs=5,
+            raw_grid=tuple(
+                (chunk * MiB, threads) for chunk in (1, 4, 16, 64) for threads in (1, 2, 4)
+            ),
+            model=GPU_MODEL if gpu else CPU_MODEL,
+            decode_batches=(1, 2, 4, 8, 16),
+            decode_steps=20,
+            prefill_lengths=(128, 512, 1024, 2048, 4096) if gpu else (128, 512, 1024, 2048),
+            prefill_runs=5,
+            migration_lengths=(16, 64, 256, 1024, 2048),
+            migration_runs=5,
+            migration_new_tokens=128,
+        )
+    return replace(base, checkpoint_bytes=size or base.checkpoint_bytes, runs=runs or base.runs)

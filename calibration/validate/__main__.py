@@ -1,0 +1,3 @@
+from calibration.validate.command import main
+
+raise SystemExit(main())

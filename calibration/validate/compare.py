@@ -1,0 +1,84 @@
+"""The simulator on the replayed trace and cluster, and its error against the real replay.
+
+Both sides' TTFTs go through the same percentile function. The relative error is signed,
+(simulated - real) / real: negative when the simulator is optimistic. What dominates it
+shows in the parts of TTFT, medians on each side: queueing, start-up of cold starts
+(process, torch, model build and load), prefill; and in the real instances' phases next
+to the profile's figures.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibration.validate.records import Records
+from calibration.validate.scenario import Layout
+from sim.api import replay
+from sim.config import load_config
+
+PERCENTILES = (50, 90, 99)
+
+
+def simulate(layout: Layout, profile: Path, policy: str, seed: int) -> pd.DataFrame:
+    """The simulator's per-request outcomes for the replayed trace and cluster."""
+    config = load_config(layout.cluster, profile)
+    return replay(config, layout.trace, policy, seed).table.frame()
+
+
+def errors(real: np.ndarray, simulated: np.ndarray) -> dict[str, float]:
+    """Real and simulated TTFT percentiles and the signed relative error of each."""
+    out = {}
+    for q in PERCENTILES:
+        r, s = float(np.percentile(real, q)), float(np.percentile(simulated, q))
+        out |= {f"ttft_p{q}_real_s": r, f"ttft_p{q}_sim_s": s, f"ttft_p{q}_rel_error": s / r - 1}
+    return out
+
+
+def parts(frame: pd.DataFrame) -> dict[str, float | dict[str, int]]:
+    """Medians of TTFT's parts; start-up over the requests that waited for one."""
+    cold = frame[frame["startup_s"] > 0]
+    return {
+        "requests_by_start_tier": {str(k): int(v) for k, v in frame["tier"].value_counts().items()},
+        "queue_s_median": float(frame["queue_s"].median()),
+        "startup_s_median_cold": float(cold["startup_s"].median()) if len(cold) else 0.0,
+        "prefill_s_median": float(frame["prefill_s"].median()),
+    }
+
+
+def instance_phases(records: Records) -> dict[str, float]:
+    """Medians over the real instances: spawn to torch imported (split by whether another
+    instance was starting meanwhile: they share this machine's cores, where the simulator
+    gives each server its own), the load, the model build."""
+    rows = records.instances_frame()
+    start = rows["started"] - rows["spawned"]
+    spans = list(zip(rows["spawned"], rows["started"], strict=True))
+    shared = np.array(
+        [
+            any(j != i and b0 < a1 and a0 < b1 for j, (b0, b1) in enumerate(spans))
+            for i, (a0, a1) in enumerate(spans)
+        ]
+    )
+    return {
+        "instances": len(rows),
+        "process_start_s_median": float(start.median()),
+        "process_start_s_median_alone": _median(start[~shared]),
+        "process_start_s_median_overlapping": _median(start[shared]),
+        "overlapping_starts": int(shared.sum()),
+        "load_s_median": float((rows["loaded"] - rows["started"]).median()),
+        "build_s_median": float((rows["ready"] - rows["loaded"]).median()),
+    }
+
+
+def _median(values: pd.Series) -> float | None:
+    return float(values.median()) if len(values) else None
+
+
+def with_startup(profile: Path, startup_s: float, dst: Path) -> Path:
+    """A copy of `profile` whose instance start-up is `startup_s`: what the simulator
+    would say had the profile measured the replay's own start-up."""
+    document = json.loads(profile.read_text())
+    document["derived"]["instance_startup_s"] = startup_s
+    dst.write_text(json.dumps(document, indent=2))
+    return dst

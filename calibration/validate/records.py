@@ -1,0 +1,79 @@
+"""What the real replay measured, per request and per instance, in seconds from its start.
+
+A request's TTFT splits as the simulator's does (`sim.results.request_table`): queue (arrival to
+placement), startup (placement until its instance was ready: spawn, torch import and
+checkpoint load), prefill (the rest, waiting behind other prompts included); an
+instance's startup splits further into the process start (spawn to `started`, after
+importing torch) and the load (`started` to `ready`).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class InstanceRecord:
+    model: str
+    server: int
+    tier: str
+    spawned: float
+    started: float = np.nan
+    loaded: float = np.nan
+    ready: float = np.nan
+    stopped: float = np.nan
+
+
+@dataclass
+class Records:
+    n: int
+    instances: list[InstanceRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        nan = np.full(self.n, np.nan)
+        self.arrival, self.placed_at, self.first, self.finished = (nan.copy() for _ in range(4))
+        self.estimate_s = nan.copy()
+        self.server = np.full(self.n, -1)
+        self.instance = np.full(self.n, -1)
+        self.tier = np.full(self.n, "", dtype=object)
+
+    def placed(self, i: int, now: float, server: int, tier: str, instance: int) -> None:
+        self.placed_at[i], self.server[i], self.instance[i] = now, server, instance
+        self.tier[i] = tier if math.isnan(self.instances[instance].ready) else "warm"
+
+    def spawned(self, model: str, server: int, tier: str, now: float) -> None:
+        self.instances.append(InstanceRecord(model, server, tier, now))
+
+    def instance_event(self, instance: int, event: str, t: float) -> None:
+        setattr(self.instances[instance], event, t)
+
+    def first_token(self, i: int, t: float) -> None:
+        self.first[i] = t
+
+    def done(self, i: int, t: float) -> None:
+        self.finished[i] = t
+
+    def instances_frame(self) -> pd.DataFrame:
+        """One row per instance: model, server, tier and its phases' times."""
+        return pd.DataFrame([vars(i) for i in self.instances])
+
+    def frame(self) -> pd.DataFrame:
+        """One row per request, with the simulator's TTFT parts."""
+        ready = np.array([self.instances[k].ready for k in self.instance])
+        startup = np.maximum(ready - self.placed_at, 0.0)
+        return pd.DataFrame(
+            {
+                "arrival_s": self.arrival,
+                "server": self.server,
+                "tier": self.tier,
+                "queue_s": self.placed_at - self.arrival,
+                "startup_s": startup,
+                "prefill_s": self.first - self.placed_at - startup,
+                "ttft_s": self.first - self.arrival,
+                "e2e_s": self.finished - self.arrival,
+                # The policy's own estimate for the start it decided (NaN: none, or a join).
+                "estimated_startup_s": self.estimate_s,
+            }
+        )

@@ -1,0 +1,81 @@
+"""The results schema, shared by the writers in `sim` and the readers in `analysis`.
+
+A run directory holds `requests.parquet`, `instances.parquet`, `summary.json` and
+`config.toml`; a sweep
+directory holds `sweep.parquet` (one row per run) and `runs/<run>/`. This module says
+what those names are and how one summary becomes one table row, so that a sweep's table
+and `analysis` agree. It imports nothing of the simulator: `analysis` may import it.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sim.results.request_table import START_TIERS, STATUSES
+
+REQUESTS = "requests.parquet"
+INSTANCES = "instances.parquet"
+SUMMARY = "summary.json"
+CONFIG = "config.toml"
+SWEEP_TABLE = "sweep.parquet"
+SWEEP_RUNS = "runs"
+LOAD_TIERS = ("dram", "ssd", "remote")  # tiers a cold start loads from
+COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
+
+__all__ = [
+    "CONFIG",
+    "COORDINATES",
+    "INSTANCES",
+    "LOAD_TIERS",
+    "REQUESTS",
+    "START_TIERS",
+    "STATUSES",
+    "SUMMARY",
+    "SWEEP_RUNS",
+    "SWEEP_TABLE",
+    "coordinates",
+    "read_summary",
+    "summary_row",
+]
+
+
+def read_summary(run_dir: Path) -> dict | None:
+    """The run's summary, or None if it has none or it is unreadable (an unfinished run).
+
+    Run directories are written atomically, so a summary that parses is complete.
+    """
+    try:
+        summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) and "ttft_p99_s" in summary else None
+
+
+def coordinates(summary: dict) -> dict[str, Any]:
+    """Where a run sits in a grid: a sweep records it; a single run gets rate scale 1,
+    its trace file's name, and its configuration's hash as the cluster's name."""
+    if "sweep" in summary:
+        return {key: summary["sweep"][key] for key in COORDINATES}
+    return {
+        "policy": summary["policy"],
+        "trace": Path(summary["trace"]["path"]).stem,
+        "rate_scale": 1.0,
+        "cluster": f"config-{summary['config_sha256'][:8]}",
+        "seed": summary["seed"],
+    }
+
+
+def summary_row(summary: dict) -> dict[str, Any]:
+    """One flat row: the coordinates first, then every summary field, nested keys joined
+    with dots (`loads_by_tier.dram`, `trace.sha256`)."""
+    row = coordinates(summary)
+
+    def flatten(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                flatten(f"{prefix}.{key}" if prefix else key, inner)
+        elif prefix not in row:
+            row[prefix] = value
+
+    flatten("", {key: value for key, value in summary.items() if key != "sweep"})
+    return row

@@ -1,0 +1,136 @@
+"""A sweep: every run of a grid, each in its own run directory, and one table of them all.
+
+    DIR/sweep.toml              the resolved grid (`python -m sim sweep DIR/sweep.toml`
+                                runs it again)
+    DIR/runs/<run>/             one run directory per grid point, written atomically
+    DIR/sweep.parquet           one row per run: its coordinates and its summary
+
+Resuming is the same command again: a run whose directory holds a summary of the same
+point, configuration and trace is skipped, so an interrupted sweep loses at most the runs
+in flight and repeats none that finished. The table is rebuilt from the run directories
+(atomically) at the end of every invocation.
+"""
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+import traces
+from sim import toml_writer
+from sim.common import seeds
+from sim.common.errors import InputError
+from sim.common.publish import write_file_atomically
+from sim.config import ClusterConfig, load_config
+from sim.results.run_dir import write_run
+from sim.results.schema import SWEEP_RUNS, SWEEP_TABLE, read_summary, summary_row
+from sim.results.summary import file_sha256
+from sim.sweep.backends import Task, local_backend, ray_backend
+from sim.sweep.grid import RunPoint, Sweep
+
+SWEEP_FILE = "sweep.toml"
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    table: pd.DataFrame  # the rows of sweep.parquet
+    ran: int
+    skipped: int
+    wall_s: float
+
+
+def check_sweep_dir(out: Path) -> None:
+    """Refuse an output path holding anything but a thaw sweep (or nothing)."""
+    if not out.exists():
+        return
+    if not out.is_dir() or (any(out.iterdir()) and not (out / SWEEP_FILE).is_file()):
+        raise InputError(f"{out}: exists and is not a thaw sweep directory; choose another --out")
+
+
+def _configs(sweep: Sweep) -> dict[str | None, ClusterConfig]:
+    """Each cluster's configuration, with every trace checked against its catalog now, so
+    that bad input fails before the first run rather than in the middle of the sweep."""
+    configs = {}
+    for cluster in sweep.clusters:
+        config = load_config(cluster)
+        for trace in sweep.traces:
+            traces.load(trace, list(config.models), seeds.rng(0, "trace"), config.zipf_exponent)
+        configs[None if cluster is None else str(cluster)] = config
+    return configs
+
+
+def _finished(summary: dict | None, point: RunPoint, config_sha: str, trace_sha: str) -> bool:
+    return (
+        summary is not None
+        and summary.get("sweep") == point.record()
+        and summary.get("config_sha256") == config_sha
+        and summary.get("trace", {}).get("sha256") == trace_sha
+    )
+
+
+def _remove_leftovers(runs: Path) -> None:
+    """Staging directories of runs killed while being written (see sim.results.run_dir)."""
+    for entry in runs.glob(".*"):
+        if entry.is_dir() and (".tmp-" in entry.name or ".old-" in entry.name):
+            shutil.rmtree(entry)
+
+
+def collect(sweep: Sweep) -> pd.DataFrame:
+    """sweep.parquet's rows: one per grid point with a finished run, in grid order."""
+    rows = []
+    for point in sweep.points():
+        summary = read_summary(sweep.out / SWEEP_RUNS / point.name)
+        if summary is not None and summary.get("sweep") == point.record():
+            rows.append({**summary_row(summary), "run": f"{SWEEP_RUNS}/{point.name}"})
+    return pd.DataFrame(rows)
+
+
+def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) -> SweepOutcome:
+    """Run what is left of `sweep` and rebuild its table; `progress(done, total)` per run."""
+    started = time.perf_counter()
+    check_sweep_dir(sweep.out)
+    configs = _configs(sweep)
+    trace_sha = {str(t): file_sha256(t) for t in sweep.traces}
+    config_sha = {k: hashlib.sha256(c.to_toml().encode()).hexdigest() for k, c in configs.items()}
+    runs = sweep.out / SWEEP_RUNS
+    points = sweep.points()
+    todo: list[Task] = [
+        (point, configs[point.cluster_path])
+        for point in points
+        if not _finished(
+            read_summary(runs / point.name),
+            point,
+            config_sha[point.cluster_path],
+            trace_sha[point.trace_path],
+        )
+    ]
+    skipped = len(points) - len(todo)
+    if sweep.backend == "ray":
+        backend = ray_backend(sweep.jobs, sweep.ray_address)
+    else:
+        backend = local_backend(sweep.jobs)
+    with backend as execute:  # connected (or failed) before anything is written
+        runs.mkdir(parents=True, exist_ok=True)
+        write_file_atomically(
+            sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
+        )
+        _remove_leftovers(runs)
+        if progress is not None:
+            progress(skipped, len(points))
+        for done, output in enumerate(execute(todo), start=skipped + 1):
+            write_run(
+                runs / output.point.name,
+                output.requests,
+                output.instances,
+                output.summary,
+                output.config_toml,
+            )
+            if progress is not None:
+                progress(done, len(points))
+    table = collect(sweep)
+    write_file_atomically(sweep.out / SWEEP_TABLE, lambda p: table.to_parquet(p, index=False))
+    return SweepOutcome(table, len(todo), skipped, time.perf_counter() - started)

@@ -1,0 +1,246 @@
+"""A sweep's grid: policies x traces x rate scales x clusters x seeds, from a TOML file
+and command-line overrides, validated before any run starts.
+
+A sweep file (every key optional; paths relative to the file; `"default"` names the
+bundled trace or the default cluster):
+
+    policies = ["random", "locality"]
+    seeds = 3                     # seeds 0..2; or a list: [0, 7]
+    rate_scales = [1.0, 2.0]      # arrival rate multipliers (time compression)
+    traces = ["default"]
+    clusters = ["default", "../configs/contended.toml"]
+    backend = "local"             # or "ray"
+    jobs = 2
+    out = "sweeps/mine"
+    ray_address = "auto"          # an existing Ray cluster; omit to start a local one
+"""
+
+import itertools
+import math
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import traces
+from policies import get_policy
+from sim.common.errors import InputError
+
+BACKENDS = ("local", "ray")
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run of the grid. Labels name the trace and cluster in tables and directories."""
+
+    policy: str
+    trace: str
+    trace_path: str
+    rate_scale: float
+    cluster: str
+    cluster_path: str | None  # None: the default cluster
+    seed: int
+
+    @property
+    def name(self) -> str:
+        """The run directory's name: every coordinate, readable."""
+        return f"{self.policy}-{self.trace}-x{self.rate_scale:g}-{self.cluster}-seed{self.seed}"
+
+    def record(self) -> dict[str, Any]:
+        """What a run's summary.json keeps of its place in the sweep."""
+        return {
+            "policy": self.policy,
+            "trace": self.trace,
+            "trace_path": self.trace_path,
+            "rate_scale": self.rate_scale,
+            "cluster": self.cluster,
+            "cluster_path": self.cluster_path,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class Sweep:
+    policies: tuple[str, ...]
+    traces: tuple[Path, ...]
+    rate_scales: tuple[float, ...]
+    clusters: tuple[Path | None, ...]
+    seeds: tuple[int, ...]
+    backend: str
+    jobs: int | None  # None: one per CPU
+    out: Path
+    ray_address: str | None
+
+    def points(self) -> list[RunPoint]:
+        """Every run, seeds innermost so that early results cover whole settings."""
+        trace_labels, cluster_labels = labels(self.traces), labels(self.clusters)
+        return [
+            RunPoint(
+                policy,
+                trace_labels[t],
+                str(t),
+                scale,
+                cluster_labels[c],
+                None if c is None else str(c),
+                seed,
+            )
+            for c, t, scale, policy, seed in itertools.product(
+                self.clusters, self.traces, self.rate_scales, self.policies, self.seeds
+            )
+        ]
+
+    def to_table(self) -> dict[str, Any]:
+        """The resolved sweep as a sweep file (absolute paths): it reproduces the grid."""
+        table: dict[str, Any] = {
+            "policies": list(self.policies),
+            "seeds": list(self.seeds),
+            "rate_scales": list(self.rate_scales),
+            "traces": [str(t) for t in self.traces],
+            "clusters": [DEFAULT if c is None else str(c) for c in self.clusters],
+            "backend": self.backend,
+            "out": str(self.out.resolve()),
+        }
+        if self.jobs is not None:
+            table["jobs"] = self.jobs
+        if self.ray_address is not None:
+            table["ray_address"] = self.ray_address
+        return table
+
+
+def labels(paths: tuple[Path | None, ...]) -> dict[Path | None, str]:
+    """Each file's name in tables and run directories: its stem, or "default"."""
+    return {p: DEFAULT if p is None else p.stem for p in paths}
+
+
+def _list(value: Any, kind: type | tuple[type, ...]) -> list:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"expected a non-empty list, got {value!r}")
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, kind):
+            raise ValueError(f"unexpected entry {item!r}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"repeated entries in {value!r}")
+    return value
+
+
+def _seeds(value: Any, base: Path) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"expected a count >= 1, got {value}")
+        return tuple(range(value))
+    seeds = _list(value, int)
+    if min(seeds) < 0:
+        raise ValueError(f"expected non-negative seeds, got {seeds!r}")
+    return tuple(seeds)
+
+
+def _rate_scales(value: Any, base: Path) -> tuple[float, ...]:
+    scales = tuple(float(x) for x in _list(value, (int, float)))
+    for x in scales:
+        if not (math.isfinite(x) and x > 0):
+            raise ValueError(f"expected positive numbers, got {x!r}")
+    if len({f"{x:g}" for x in scales}) < len(scales):  # run directories name them so
+        raise ValueError(f"scales too close to tell apart in 6 digits: {list(scales)}")
+    return scales
+
+
+def _policies(value: Any, base: Path) -> tuple[str, ...]:
+    for name in _list(value, str):
+        try:
+            get_policy(name)
+        except KeyError as err:
+            raise ValueError(err.args[0]) from None
+    return tuple(value)
+
+
+def _files(default: Path | None) -> Callable[[Any, Path], tuple[Path | None, ...]]:
+    def parse(value: Any, base: Path) -> tuple[Path | None, ...]:
+        found = []
+        for name in _list(value, str):
+            path = default if name == DEFAULT else base / name
+            if path is not None and not path.is_file():
+                raise ValueError(f"{path}: no such file")
+            found.append(None if path is None else path.resolve())
+        named: dict[str, Path | None] = {}
+        for path, label in labels(tuple(found)).items():
+            if label in named:
+                raise ValueError(f"{named[label]} and {path} have the same name {label!r}")
+            named[label] = path
+        return tuple(found)
+
+    return parse
+
+
+def _backend(value: Any, base: Path) -> str:
+    if value not in BACKENDS:
+        raise ValueError(f"expected one of {', '.join(BACKENDS)}, got {value!r}")
+    return value
+
+
+def _jobs(value: Any, base: Path) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _out(value: Any, base: Path) -> Path | None:
+    if value is not None and not isinstance(value, str | Path):
+        raise ValueError(f"expected a path, got {value!r}")
+    return None if value is None else base / value
+
+
+def _address(value: Any, base: Path) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+# key -> (default, parser of (value, directory that relative paths start from))
+_KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
+    "policies": (["random", "locality", "migration", "startup-aware"], _policies),
+    "seeds": (3, _seeds),
+    "rate_scales": ([1.0], _rate_scales),
+    "traces": ([DEFAULT], _files(traces.default_trace())),
+    "clusters": ([DEFAULT], _files(None)),
+    "backend": ("local", _backend),
+    "jobs": (None, _jobs),
+    "out": (None, _out),
+    "ray_address": (None, _address),
+}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"{path}: {err}") from None
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise InputError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    return table
+
+
+def load_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
+    """The sweep in `path` (if any) with `overrides` (command-line values, None where not
+    given) laid over it. Every value and file is checked here, before any run starts;
+    errors name the file and key, or the option."""
+    table = _read(path) if path is not None else {}
+    values = {}
+    for key, (default, parse) in _KEYS.items():
+        if overrides.get(key) is not None:
+            value, base, where = overrides[key], Path(), "--" + key.replace("_", "-")
+        elif key in table:
+            value, base, where = table[key], path.parent, f"{path}: {key}"
+        else:
+            value, base, where = default, Path(), key
+        try:
+            values[key] = parse(value, base)
+        except ValueError as err:
+            raise InputError(f"{where}: {err}") from None
+    if values["out"] is None:
+        values["out"] = Path("sweeps") / (path.stem if path is not None else "sweep")
+    return Sweep(**values)
