@@ -79,14 +79,14 @@ cpu)
 esac
 [[ $SIZE =~ ^[0-9]+(\.[0-9]+)?[KMGT]i?B$ ]] || die "--size '$SIZE' is not a size such as 4GiB"
 [[ $BUDGET =~ ^[1-9][0-9]*$ ]] || die "--budget '$BUDGET' is not a positive number of seconds"
-[ -n "$OUT_DIR" ] || die "no --out given and \$OUT is not set"
-mkdir -p -- "$OUT_DIR" 2>/dev/null || die "--out $OUT_DIR: cannot create it"
-OUT_DIR=$(cd -- "$OUT_DIR" && pwd)
-[ -w "$OUT_DIR" ] || die "--out $OUT_DIR: not writable"
 if [ -n "$SCRATCH_ARG" ]; then
     [ -d "$SCRATCH_ARG" ] || die "--scratch $SCRATCH_ARG: no such directory"
     SCRATCH_ARG=$(cd -- "$SCRATCH_ARG" && pwd)
 fi
+[ -n "$OUT_DIR" ] || die "no --out given and \$OUT is not set"
+mkdir -p -- "$OUT_DIR" 2>/dev/null || die "--out $OUT_DIR: cannot create it"
+OUT_DIR=$(cd -- "$OUT_DIR" && pwd)
+[ -w "$OUT_DIR" ] || die "--out $OUT_DIR: not writable"
 
 cd "$REPO" || die "$REPO: cannot enter the repository"
 export PYTHONPATH=$REPO PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
