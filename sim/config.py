@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sim import toml_writer
+import tomli_w
+
 from sim.common.errors import InputError
 from sim.common.units import parse_bandwidth, parse_size
 from sim.profile import apply as apply_profile
@@ -94,7 +95,7 @@ class ClusterConfig:
         return sum(group.count for group in self.servers)
 
     def to_toml(self) -> str:
-        return toml_writer.dumps(self.resolved)
+        return tomli_w.dumps(self.resolved)
 
 
 # --- value parsers: each takes the raw TOML value and returns the normalised one ---
