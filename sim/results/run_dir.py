@@ -1,8 +1,9 @@
 """Write a run directory atomically: built under a temporary name, then renamed into place.
 
 A run that fails or is killed leaves no half-written directory behind. An existing
-directory is replaced only if it is itself a thaw run (it has a summary.json); anything
-else at that path belongs to the user and is never touched.
+directory is replaced only if it is empty or a run directory thaw wrote, unchanged
+(`sim.common.publish`); anything else at that path belongs to the user and is never
+touched.
 """
 
 import json
@@ -10,15 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.common.errors import InputError
-from sim.common.publish import staged_directory
+from sim.common.publish import check_replaceable, staged_directory
 from sim.results.schema import INSTANCES, REQUESTS
+
+KIND = "run"
 
 
 def check_writable(out: Path) -> None:
     """Refuse, before any work, an output path that holds something not ours."""
-    if out.exists() and not (out.is_dir() and (out / "summary.json").is_file()):
-        raise InputError(f"{out}: exists and is not a thaw run directory; choose another --out")
+    check_replaceable(out, KIND, "--out")
 
 
 def write_run(
@@ -29,7 +30,7 @@ def write_run(
     config_toml: str,
 ) -> None:
     check_writable(out)
-    with staged_directory(out) as staging:
+    with staged_directory(out, KIND) as staging:
         requests.to_parquet(staging / REQUESTS, index=False)
         instances.to_parquet(staging / INSTANCES, index=False)
         (staging / "config.toml").write_text(config_toml, encoding="utf-8")
