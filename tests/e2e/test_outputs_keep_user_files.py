@@ -11,7 +11,6 @@ from analysis.cli import main as analysis
 from calibration.checkpoint.convert import main as convert
 from sim.cli import main as sim
 from sim.common.publish import MARKER
-from tests.checkpoint_support import llama_like
 
 RUN = ["run", "--max-requests", "10", "--quiet", "--out"]
 
@@ -69,7 +68,7 @@ def test_convert_refuses_a_lookalike_checkpoint(tmp_path, capsys):
     import torch
 
     src = tmp_path / "model.pt"
-    torch.save(llama_like(layers=1), src)
+    torch.save({"w": torch.ones(4)}, src)
     out = tmp_path / "ckpt"
     out.mkdir()
     (out / "index.json").write_text("{}")
