@@ -21,6 +21,7 @@ from calibration.checkpoint.format import (
     CheckpointError,
     Index,
     TensorEntry,
+    check_alignment,
 )
 from calibration.checkpoint.ordering import forward_pass_order
 from sim.common.errors import InputError
@@ -37,8 +38,7 @@ def write_checkpoint(
     tensors: Mapping[str, torch.Tensor], dst: Path, alignment: int = DEFAULT_ALIGNMENT
 ) -> Index:
     """Write `tensors` in forward-pass order as a checkpoint directory at `dst`."""
-    if alignment < 8 or alignment & (alignment - 1):
-        raise ValueError(f"alignment {alignment} is not a power of two >= 8")
+    check_alignment(alignment)
     for name, tensor in tensors.items():
         if _dtype_name(tensor.dtype) not in DTYPE_SIZES:
             raise CheckpointError(f"{name}: dtype {tensor.dtype} is not supported")
