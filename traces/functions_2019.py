@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from sim.common import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, check_text, header, read_columns
 from traces.errors import TraceError, line_of
@@ -112,7 +113,7 @@ def _companion(path: Path, key: list[str], value: str, want: str) -> pd.DataFram
         path, [*(Column(k, pa.string(), "text") for k in key), Column(value, pa.float64(), want)]
     )
     frame = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in key})
-    frame[value] = numbers(table[value], value, path, minimum=0.0)
+    frame[value] = numbers(table[value], value, path, minimum=0.0, maximum=bounds.COUNT)
     return frame
 
 

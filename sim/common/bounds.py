@@ -35,9 +35,9 @@ TOKEN_RATE_MIN = 1e-5
 TOKEN_RATE_MAX = 1e12
 
 # --- time (seconds) ---
-# Simulated times and durations up to ~31.7 years: the clock's float keeps microsecond
-# resolution to ~285 years, so arrivals and waits this long still order exactly.
-SECONDS = 1e9
+# Simulated times and durations up to ~317 years (Unix epoch stamps in seconds pass), and
+# the clock's float still resolves 2 microseconds there.
+SECONDS = 1e10
 # The smallest positive duration (a decode step, a round's overhead): a nanosecond, a
 # thousand times finer than any GPU kernel launch.
 SECONDS_MIN = 1e-9
