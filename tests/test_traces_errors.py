@@ -33,7 +33,8 @@ CASES = {
     "empty tokens": (LLM24 + "2024-05-10 00:00:01+00:00,,1\n",
                      "line 3: ContextTokens must be an integer >= 1, got ''"),
     "NaN tokens": (PROC + "1.0,nan,3\n", "line 3: num_prefill_tokens must be an integer >= 1"),
-    "NaN arrival": (CANON + "NaN,m0,1,1\n", "line 3: arrival_s must be a number >= 0 and <= 1e+10, got nan"),
+    "NaN arrival": (CANON + "NaN,m0,1,1\n", "line 3: arrival_s must be a number >= 0 and <= "
+                    "1e+10, got nan"),
     "non-numeric arrival": (PROC + "soon,1,1\n", "line 3: arrived_at must be a number >= 0"),
     "empty model": (CANON + "1,,1,1\n", "line 3: model is empty"),
     "empty duration": (F21 + "a,f,11,\n", "line 3: duration must be a number >= 0, got ''"),
