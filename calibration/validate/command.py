@@ -41,6 +41,7 @@ from calibration.validate.scenario import (
 from calibration.validate.scheduler import Replay
 from sim.common import seeds
 from sim.common.cli import Parser
+from sim.common.cli import run as run_command
 from sim.common.errors import InputError
 from sim.common.publish import check_replaceable, staged_directory
 from sim.config import load_config
@@ -235,13 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # A killed run still removes its scratch files and memory (`finally` runs on exit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
-        report = run(args)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2) if args.json else _table(report))
-    return 0
+
+    def body() -> int:
+        try:
+            report = run(args)
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return 1
+        print(json.dumps(report, indent=2) if args.json else _table(report))
+        return 0
+
+    return run_command(PROG, body)

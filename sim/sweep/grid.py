@@ -17,7 +17,6 @@ bundled trace or the default cluster):
 
 import itertools
 import math
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,9 @@ from typing import Any
 
 import traces
 from policies import get_policy
+from sim.common import bounds
 from sim.common.errors import InputError
+from sim.common.user_files import read_toml
 
 BACKENDS = ("local", "ray")
 DEFAULT = "default"
@@ -136,6 +137,8 @@ def _seeds(value: Any, base: Path) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"expected a count >= 1, got {value}")
+        if value > bounds.SEEDS:
+            raise ValueError(f"expected at most {bounds.SEEDS} seeds (sim/common/bounds.py)")
         return tuple(range(value))
     seeds = _list(value, int)
     if min(seeds) < 0:
@@ -223,12 +226,7 @@ _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"{path}: {err}") from None
+    table = read_toml(path)
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
@@ -255,6 +253,11 @@ def load_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
     if values["out"] is None:
         values["out"] = Path("sweeps") / (path.stem if path is not None else "sweep")
     sweep = Sweep(**values)
+    size = math.prod(len(values[key]) for key in ("policies", "traces", "rate_scales",
+                                                   "clusters", "seeds"))  # fmt: skip
+    if size > bounds.GRID_POINTS:
+        raise InputError(f"the grid has {size} points; at most {bounds.GRID_POINTS} "
+                         "(sim/common/bounds.py)")  # fmt: skip
     _check_names(sweep.points())
     return sweep
 
