@@ -79,6 +79,12 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     keys = [Column(k, pa.string(), "text") for k in KEYS[:3]]
     table = read_columns(path, keys + [Column(n, pa.int32(), _COUNT) for n in names])
     raw = _counts(table, names, path)
+    expected = float(raw.sum(dtype=np.float64)) * options.scale
+    if expected > bounds.REQUESTS:
+        raise TraceError(
+            f"{path}: {expected:g} invocations (after --scale); at most {bounds.REQUESTS} "
+            "requests (sim/common/bounds.py)"
+        )
     function, arrival = place(
         _scaled(raw, options.scale, rng), starts, options.placement, options.cv, rng
     )

@@ -51,12 +51,16 @@ TOKENS = 10**11
 # maxima (Functions 2019's busiest minute has ~10^6 invocations), and small enough that
 # their sums fit 64-bit integers.
 COUNT = 10**12
-# Requests in one trace after expansion (replication, per-minute counts): ~10 GiB of
-# rows; the largest public traces hold ~10^8 requests.
-REQUESTS = 10**9
-# --replicate copies per request and --scale (rate multiplier) factors.
+# Requests in one trace after expansion (replication, per-minute counts): a day of Azure
+# Functions 2019 at full rate; ~40 bytes a row, so ~8 GB of memory.
+REQUESTS = 2 * 10**8
+# --replicate copies per request, and --scale and --compress factors (and 1 / --compress):
+# studies scale rates by 2-100x.
 REPLICATE = 10**4
 SCALE = 1e6
+# Coefficients of variation of inter-arrival times and token lengths: bursty real traces
+# reach ~10.
+CV = 1000.0
 
 # --- sweeps ---
 SEEDS = 100_000  # a study averages over tens of seeds
