@@ -164,7 +164,10 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
         (["stats", "t.csv", "--cluster", "c.toml"], "c.toml: models: expected a non-empty"),
         (["stats", "t.csv", "--seed", "-2"], "--seed: expected a non-negative integer"),
         (["stats", "t.csv", "--format", "nope"], "--format: invalid choice"),
-        (["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"], "--rate: expected a number > 0"),
+        (
+            ["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"],
+            "--rate: expected a number > 0",
+        ),
         (["generate", "--rate", "1e-9", "--duration", "1", "-o", "g.csv"], "no requests"),
         (["stats", "t.csv", "--window", "100:200"], "t.csv: no requests (after --window"),
     ],
