@@ -124,7 +124,7 @@ def _number(value: Any, *, positive: bool, low: float = 0.0, high: float = bound
         raise ValueError(f"expected a {'positive' if positive else 'non-negative'} number")
     if value > high or (value and value < low):
         raise ValueError(
-            f"expected {'0 or ' * (not positive)}a number from {low:g} to {high:g} "
+            f"expected a number from {low:g} to {high:g}{' or 0' * (not positive and low > 0)} "
             f"(sim/common/bounds.py), got {value!r}"
         )
     return float(value)
