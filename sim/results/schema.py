@@ -21,6 +21,7 @@ SWEEP_TABLE = "sweep.parquet"
 SWEEP_RUNS = "runs"
 LOAD_TIERS = ("dram", "ssd", "remote")  # tiers a cold start loads from
 COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
+SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
 
 __all__ = [
     "CONFIG",
@@ -28,6 +29,7 @@ __all__ = [
     "INSTANCES",
     "LOAD_TIERS",
     "REQUESTS",
+    "SCHEMA_VERSION",
     "START_TIERS",
     "STATUSES",
     "SUMMARY",

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.results.request_table import START_TIERS, STATUSES
+from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
-
-SCHEMA_VERSION = 1
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:

@@ -2,6 +2,7 @@
 left unchanged (or an empty one): one that merely looks like an earlier output, or an
 output the user added a file to, is refused in one line and left exactly as it was."""
 
+import json
 import os
 import stat
 
@@ -113,3 +114,42 @@ def test_an_out_that_cannot_be_created_is_refused_before_the_run(tmp_path, capsy
     assert sim([*RUN, str(tmp_path / "file" / "run")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be created" in err
+
+
+def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys):
+    run = tmp_path / "r"
+    assert sim([*RUN, str(run)]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "schema_version": 99}))
+    assert analysis(["report", str(run), "-o", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schema_version 99" in err
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "target"),
+    [
+        (sim, [*RUN, "OUT"], "sim.cli.simulate"),
+        (analysis, ["report", "RUN", "-o", "OUT"], "analysis.cli.write_report"),
+        (convert, ["SRC", "OUT"], "calibration.checkpoint.convert.write_checkpoint"),
+    ],
+)
+def test_ctrl_c_is_one_line_and_exit_130_and_writes_nothing(
+    tmp_path, capsys, monkeypatch, main, argv, target
+):
+    import torch
+
+    assert sim([*RUN, str(tmp_path / "run")]) == 0
+    torch.save({"w": torch.ones(4)}, tmp_path / "model.pt")
+    capsys.readouterr()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, interrupted)
+    paths = {"OUT": tmp_path / "out", "RUN": tmp_path / "run", "SRC": tmp_path / "model.pt"}
+    assert main([str(paths.get(a, a)) for a in argv]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(": interrupted\n")
+    assert not (tmp_path / "out").exists()
