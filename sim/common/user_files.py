@@ -1,4 +1,5 @@
-"""Reading the files a user names: configs, profiles, sweep files, indexes, traces.
+"""Reading the files a user names: configs, profiles, sweep files, indexes, traces
+(`sim.common.toml_file` reads TOML through it).
 
 A user may name anything: a directory, a FIFO (reading it hangs), `/dev/zero` (reading it
 never ends), a file of gigabytes where kilobytes belong, text in another encoding, JSON
@@ -10,7 +11,6 @@ byte-order mark that spreadsheet and Windows editors write.
 import json
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +70,6 @@ def read_text(
         raise error(
             f"{path}: not UTF-8 text (byte {err.start} is {data[err.start]:#04x})"
         ) from None
-
-
-def read_toml(path: Path, error: type[InputError] = InputError) -> dict[str, Any]:
-    """The TOML table in `path`."""
-    text = read_text(path, error=error)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise error(f"{path}: invalid TOML: {err}") from None
-    except RecursionError:
-        raise error(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

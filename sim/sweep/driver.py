@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import tomli_w
 
 import traces
-from sim import toml_writer
 from sim.common import seeds
 from sim.common.publish import (
     check_replaceable,
@@ -132,7 +132,7 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
             write_marker(sweep.out, KIND, [SWEEP_FILE, SWEEP_TABLE, SWEEP_RUNS])
             write_file_atomically(
                 sweep.out / SWEEP_FILE,
-                lambda p: p.write_text(toml_writer.dumps(sweep.to_table())),
+                lambda p: p.write_text(tomli_w.dumps(sweep.to_table())),
             )
         _remove_leftovers(runs)
         if progress is not None:

@@ -26,7 +26,7 @@ import traces
 from policies import get_policy
 from sim.common import bounds
 from sim.common.errors import InputError
-from sim.common.user_files import read_toml
+from sim.common.toml_file import read_toml
 
 BACKENDS = ("local", "ray")
 DEFAULT = "default"
