@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 import traces
-from sim.common import seeds
+from sim.common import bounds, seeds
 from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 from traces import transform
 from traces.catalog import catalog, zipf_exponent
 from traces.generate import synthesize
-from traces.options import add_trace_options, non_negative, positive, trace_options
+from traces.options import add_trace_options, between, trace_options, up_to
 from traces.stats import render, statistics
 from traces.writer import write_canonical
 
@@ -23,8 +23,10 @@ def _count(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= bounds.REQUESTS:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer up to {bounds.REQUESTS}, got {text!r}"
+        )
     return value
 
 
@@ -45,7 +47,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--zipf",
-        type=non_negative,
+        type=between(0, bounds.ZIPF),
         default=None,
         help="Zipf exponent of model popularity (default: the cluster's, else 1)",
     )
@@ -70,9 +72,11 @@ def _parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser("generate", help="write a synthetic trace")
     generate.add_argument("-o", "--out", type=Path, required=True, help="OUT.csv or OUT.parquet")
-    generate.add_argument("--rate", type=positive, required=True, help="requests per second")
+    generate.add_argument(
+        "--rate", type=up_to(bounds.REQUESTS), required=True, help="requests per second"
+    )
     size = generate.add_mutually_exclusive_group(required=True)
-    size.add_argument("--duration", type=positive, help="seconds of arrivals")
+    size.add_argument("--duration", type=up_to(bounds.SECONDS), help="seconds of arrivals")
     size.add_argument("--requests", type=_count, help="number of requests")
     generate.add_argument(
         "--arrivals",
@@ -93,6 +97,11 @@ def _read(args: argparse.Namespace) -> traces.Trace:
 
 
 def _generate(args: argparse.Namespace) -> traces.Trace:
+    if args.duration is not None and args.rate * args.duration > bounds.REQUESTS:
+        raise traces.TraceError(
+            f"--rate x --duration: {args.rate * args.duration:g} requests; at most "
+            f"{bounds.REQUESTS} (sim/common/bounds.py)"
+        )
     rng = seeds.rng(args.seed, "trace")
     options = trace_options(args)
     frame = synthesize(

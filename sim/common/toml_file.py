@@ -8,22 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from sim.common.errors import InputError
+from sim.common.user_files import read_text
 
 DEFAULT_CLUSTER = "sim/defaults/cluster.toml"
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """The table in `path`; an unreadable or invalid file is an `InputError` naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read: {err}") from None
+    """The table in `path`; an unreadable or invalid file is an `InputError` naming it
+    (a directory, FIFO or device is refused unread: `sim.common.user_files`)."""
+    text = read_text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: invalid TOML: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def default_cluster() -> dict[str, Any]:

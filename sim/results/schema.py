@@ -21,6 +21,7 @@ CONFIG = "config.toml"
 SWEEP_TABLE = "sweep.parquet"
 SWEEP_RUNS = "runs"
 COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
+SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
 
 __all__ = [
     "CONFIG",
@@ -28,6 +29,7 @@ __all__ = [
     "INSTANCES",
     "LOAD_TIERS",
     "REQUESTS",
+    "SCHEMA_VERSION",
     "START_TIERS",
     "STATUSES",
     "SUMMARY",

@@ -9,9 +9,8 @@ import numpy as np
 
 from sim.common.tiers import START_TIERS
 from sim.results.request_table import STATUSES
+from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
-
-SCHEMA_VERSION = 1
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
