@@ -14,6 +14,7 @@ from sim.common.cli import run as run_command
 from sim.common.errors import InputError
 from sim.invariants import InvariantError
 from sim.progress import ProgressBar
+from sim.queues import queue_names
 from sim.results.run_dir import check_writable
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import SWEEP_FILE, run_sweep
@@ -40,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="trace file in any format `python -m traces` reads, detected from the header "
         "(default: the bundled Azure LLM 2023 code trace)",
+    )
+    run.add_argument(
+        "--queue",
+        default=None,
+        help=f"queue discipline, one of: {', '.join(queue_names())} (default: the "
+        "cluster's `queue`, fifo unless it says)",
     )
     add_trace_options(run, list(traces.FORMATS))
     run.add_argument(
@@ -157,6 +164,7 @@ def _table(summary: dict) -> str:
     tiers = ", ".join(f"{tier} {n}" for tier, n in summary["loads_by_tier"].items())
     rows = [
         ("policy", summary["policy"]),
+        ("queue", summary["queue"]),
         ("requests", f"{summary['requests']} ({summary['completed']} completed)"),
         *(
             [("stopped at", f"{summary['stopped_at_s']:g} s ({summary['timed_out']} timed out)")]
@@ -174,8 +182,11 @@ def _table(summary: dict) -> str:
         ("requests / wall s", f"{summary['requests_per_wall_s'] or 0:,.0f}"),
     ]
     if summary["estimates"]:
-        rows.insert(8, ("estimate error p50", seconds("estimator_abs_error_p50_s")))
-        rows.insert(9, ("estimate error p99", seconds("estimator_abs_error_p99_s")))
+        at = [name for name, _ in rows].index("GPU-seconds")
+        rows[at:at] = [
+            ("estimate error p50", seconds("estimator_abs_error_p50_s")),
+            ("estimate error p99", seconds("estimator_abs_error_p99_s")),
+        ]
     return "\n".join(f"{name:<18} {value}" for name, value in rows)
 
 
@@ -184,6 +195,10 @@ def run(args: argparse.Namespace) -> int:
         get_policy(args.policy)
     except KeyError as err:
         raise InputError(str(err.args[0])) from None
+    if args.queue is not None and args.queue not in queue_names():
+        raise InputError(
+            f"--queue: unknown queue discipline {args.queue!r} (known: {', '.join(queue_names())})"
+        )
     if args.seed < 0:
         raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_requests is not None and args.max_requests < 1:
@@ -203,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         check=args.check,
         max_requests=args.max_requests,
         until=args.until,
+        queue=args.queue,
         progress=ProgressBar(args.policy) if show_progress else None,
     )
     result.write(out)

@@ -55,6 +55,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
     return {
         "schema_version": SCHEMA_VERSION,
         "policy": policy,
+        "queue": sim.config.queue,
         "seed": seed,
         "requests": int(t.n),
         "completed": int(done.sum()),

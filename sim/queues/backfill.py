@@ -1,0 +1,142 @@
+"""`backfill`: one arrival-ordered queue whose head holds a reservation (EASY backfilling).
+
+As in HPC batch schedulers (Lifka, "The ANL/IBM SP scheduling system", JSSPP '95): when
+the oldest waiting request (the head) cannot be placed, it reserves GPUs on one server,
+and later requests are placed only where they do not delay it. Here a start has no known
+end, so "not delaying it" is made exact by construction:
+
+- the reserved server is the one that can host the head's model where the fewest
+  requests must finish first: on it, enough busy instances of other models (least
+  loaded first) are *fenced*, taking no new requests, so that they drain and free their
+  GPUs;
+- those GPUs, and any that free up there meanwhile, accumulate for the head: every other
+  request's policy sees the server through `ReservedView`, its reserved GPUs hidden and
+  its instances not displaceable;
+- when the head is placed (anywhere), the fences come down and the next waiter that
+  cannot be placed reserves in turn.
+
+Requests of one model still wait behind each other (as under `fifo`), so only the oldest
+waiter of each model is offered capacity on a retry.
+"""
+
+from typing import TYPE_CHECKING
+
+from policies.base import ClusterView
+from sim.queues.base import register
+from sim.queues.fifo import Fifo
+from sim.queues.reserved_view import ReservedView
+
+if TYPE_CHECKING:
+    from sim.instance import Instance
+
+
+@register("backfill")
+class Backfill(Fifo):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.holder: int | None = None  # the request holding the reservation
+        self.reserved: ReservedView | None = None  # None: nothing to hide (see `_reserve`)
+        self._fenced: list["Instance"] = []
+        self.reservations = 0
+
+    def view(self, i: int) -> ClusterView:
+        if self.reserved is None or i == self.holder:
+            return self.cluster
+        return self.reserved
+
+    def arrive(self, i: int, model: str) -> None:
+        super().arrive(i, model)
+        if self.holder is None and self.waiting:
+            head_model = self.order()[0]
+            self._reserve(self.waiting[head_model][0], head_model)
+
+    def drain(self) -> None:
+        if self._draining or not self.waiting:
+            return
+        self._draining = True
+        try:
+            self._place_heads()
+            for model in self.order()[1:]:  # backfill behind the head, which waits
+                queue = self.waiting[model]
+                while queue and self.route(queue[0], model):
+                    queue.popleft()
+                if not queue:
+                    del self.waiting[model]
+        finally:
+            self._draining = False
+
+    def _place_heads(self) -> None:
+        """Place the oldest waiter while it fits; the first that does not, reserves."""
+        while self.waiting:
+            model = self.order()[0]
+            queue = self.waiting[model]
+            i = queue[0]
+            if i != self.holder:
+                self._release()  # the reservation was another's: stale
+            if not self.route(i, model):
+                if self.holder is None:
+                    self._reserve(i, model)
+                return
+            self._release()
+            queue.popleft()
+            if not queue:
+                del self.waiting[model]
+
+    def _release(self) -> None:
+        for instance in self._fenced:
+            instance.fenced = False
+        self._fenced.clear()
+        self.holder, self.reserved = None, None
+
+    def _reserve(self, i: int, model: str) -> None:
+        """Reserve for request `i` the server that frees its GPUs soonest (by requests to
+        finish, then lowest id), fencing what must drain there. If no server can, (every
+        GPU it could have is its own model's, full), the head holds the queue without
+        hiding anything: it joins its model's instances as they free slots."""
+        self.holder = i
+        need = self.models[model].gpus
+        best: tuple[int, int, list["Instance"]] | None = None
+        for server in self.cluster.servers:
+            if not self.cluster.can_host(server.id, model):
+                continue
+            fence = _to_fence(server.instances, model, need - server.available_gpus)
+            if fence is not None:
+                cost = sum(instance.load for instance in fence)
+                if best is None or cost < best[0]:
+                    best = (cost, server.id, fence)
+        if best is None:
+            return
+        _, server_id, fence = best
+        for instance in fence:
+            instance.fenced = True
+        self._fenced = fence
+        self.reserved = ReservedView(self.cluster, server_id, need)
+        self.reservations += 1
+
+    def audit(self) -> str | None:
+        if self.holder is not None and not any(
+            queue[0] == self.holder for queue in self.waiting.values()
+        ):
+            return f"request #{self.holder} holds the reservation but waits at no queue's head"
+        for instance in self._fenced:
+            if self.reserved is None or instance.server != self.reserved.server:
+                return f"instance {instance.id} is fenced off the reserved server"
+        return None
+
+
+def _to_fence(instances: dict["Instance", None], model: str, shortfall: int) -> list["Instance"] | None:
+    """The least loaded busy instances of other models whose GPUs cover `shortfall`
+    (none if nothing is short), or None if those on the server cannot."""
+    if shortfall <= 0:
+        return []
+    busy = sorted(
+        (i for i in instances if i.model.name != model and not i.is_idle),
+        key=lambda i: (i.load, i.id),
+    )
+    fence: list["Instance"] = []
+    for instance in busy:
+        if shortfall <= 0:
+            break
+        fence.append(instance)
+        shortfall -= instance.model.gpus
+    return fence if shortfall <= 0 else None
