@@ -5,10 +5,13 @@ the oldest waiting request (the head) cannot be placed, it reserves GPUs on one 
 and later requests are placed only where they do not delay it. Here a start has no known
 end, so "not delaying it" is made exact by construction:
 
-- the reserved server is the one that can host the head's model where the fewest
-  requests must finish first: on it, enough busy instances of other models (least
-  loaded first) are *fenced*, taking no new requests, so that they drain and free their
-  GPUs;
+- on the reserved server, the idle instances of other models and enough busy ones
+  (least loaded first) are *fenced*, taking no new requests, so that they drain and
+  free their GPUs. The server is the one that can host the head's model where fencing
+  leaves the fewest models without an unfenced instance (fencing a model's only
+  instance would make its requests wait in turn: two models needing a whole server
+  each would take turns evicting each other), then where the fewest requests must
+  finish first, then the lowest id;
 - those GPUs, and any that free up there meanwhile, accumulate for the head: every other
   request's policy sees the server through `ReservedView`, its reserved GPUs hidden and
   its instances not displaceable;
@@ -19,6 +22,7 @@ Requests of one model still wait behind each other (as under `fifo`), so only th
 waiter of each model is offered capacity on a retry.
 """
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from policies.base import ClusterView
@@ -89,24 +93,29 @@ class Backfill(Fifo):
         self.holder, self.reserved = None, None
 
     def _reserve(self, i: int, model: str) -> None:
-        """Reserve for request `i` the server that frees its GPUs soonest (by requests to
-        finish, then lowest id), fencing what must drain there. If no server can, (every
-        GPU it could have is its own model's, full), the head holds the queue without
-        hiding anything: it joins its model's instances as they free slots."""
+        """Reserve a server for request `i` (see the module's docstring), fencing what must
+        drain there. If no server can free enough GPUs (those it could have are its own
+        model's, full), the head holds the queue without hiding anything: it joins its
+        model's instances as they free slots."""
         self.holder = i
         need = self.models[model].gpus
-        best: tuple[int, int, list["Instance"]] | None = None
+        if need == 1:
+            return  # it is offered the first GPU that frees anywhere: none can overtake it
+        live = Counter(x.model.name for server in self.cluster.servers for x in server.instances)
+        best: tuple[tuple[int, int, int], list["Instance"]] | None = None
         for server in self.cluster.servers:
             if not self.cluster.can_host(server.id, model):
                 continue
             fence = _to_fence(server.instances, model, need - server.available_gpus)
             if fence is not None:
-                cost = sum(instance.load for instance in fence)
+                fenced = Counter(x.model.name for x in fence)
+                cut_off = sum(live[m] == n for m, n in fenced.items())
+                cost = (cut_off, sum(x.load for x in fence), server.id)
                 if best is None or cost < best[0]:
-                    best = (cost, server.id, fence)
+                    best = (cost, fence)
         if best is None:
             return
-        _, server_id, fence = best
+        (_, _, server_id), fence = best
         for instance in fence:
             instance.fenced = True
         self._fenced = fence
@@ -124,16 +133,16 @@ class Backfill(Fifo):
         return None
 
 
-def _to_fence(instances: dict["Instance", None], model: str, shortfall: int) -> list["Instance"] | None:
-    """The least loaded busy instances of other models whose GPUs cover `shortfall`
-    (none if nothing is short), or None if those on the server cannot."""
-    if shortfall <= 0:
-        return []
-    busy = sorted(
-        (i for i in instances if i.model.name != model and not i.is_idle),
-        key=lambda i: (i.load, i.id),
-    )
-    fence: list["Instance"] = []
+def _to_fence(
+    instances: dict["Instance", None], model: str, shortfall: int
+) -> list["Instance"] | None:
+    """What must take no new request for `shortfall` more GPUs to free up: the idle
+    instances of other models (their GPUs count as available only while nothing rejoins
+    them), then the least loaded busy ones until their GPUs cover the shortfall; None if
+    those on the server cannot."""
+    others = [i for i in instances if i.model.name != model]
+    fence = [i for i in others if i.is_idle]
+    busy = sorted((i for i in others if not i.is_idle), key=lambda i: (i.load, i.id))
     for instance in busy:
         if shortfall <= 0:
             break
