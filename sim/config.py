@@ -8,15 +8,15 @@ values. Every error names
 the file and the key.
 """
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sim import toml_writer
+import tomli_w
+
 from sim.common.errors import InputError
+from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
@@ -101,7 +101,7 @@ class ClusterConfig:
         return sum(group.count for group in self.servers)
 
     def to_toml(self) -> str:
-        return toml_writer.dumps(self.resolved)
+        return tomli_w.dumps(self.resolved)
 
 
 # --- value parsers: each takes the raw TOML value and returns the normalised one ---
@@ -357,31 +357,13 @@ def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, .
                 )
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read: {err}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"{path}: invalid TOML: {err}") from None
-
-
-def default_table() -> dict:
-    text = resources.files("sim").joinpath("defaults/cluster.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
 def load_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
     """The configuration in `path` laid over the defaults (the defaults alone when None),
     then the hardware numbers of the `profile` laid over that (`sim.profile`)."""
-    table = default_table()
+    table = default_cluster()
     if path is not None:
         path = Path(path)
-        user = _read_toml(path)
+        user = read_toml(path)
         try:
             table = _merge(table, user)
             config = _build(table)

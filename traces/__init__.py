@@ -44,7 +44,6 @@ __all__ = [
     "detect_format",
     "load",
     "read",
-    "seeded",
 ]
 
 Reader = Callable[[Path, Options, np.random.Generator], pd.DataFrame]
@@ -82,13 +81,6 @@ class Trace:
     format: str
     out_of_order: int | None  # rows before the row above them; None where rows are not
     notes: dict = field(default_factory=dict)  # format-specific facts (functions, ...)
-
-
-def seeded(seed: int) -> np.random.Generator:
-    """The generator for a trace's draws: the simulator's "trace" stream (sim/common/seeds.py), so
-    `python -m traces convert --seed N` writes the workload `python -m sim run --seed N`
-    replays from the same file."""
-    return np.random.default_rng([0, seed])
 
 
 def default_trace() -> Path:

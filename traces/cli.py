@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import traces
+from sim.common import seeds
 from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 from traces import transform
@@ -85,14 +86,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(args: argparse.Namespace) -> traces.Trace:
-    rng = traces.seeded(args.seed)
+    rng = seeds.rng(args.seed, "trace")
     models = catalog(args.models, args.cluster)
     zipf = zipf_exponent(args.zipf, args.cluster)
     return traces.read(args.trace, models, rng, zipf, options=trace_options(args))
 
 
 def _generate(args: argparse.Namespace) -> traces.Trace:
-    rng = traces.seeded(args.seed)
+    rng = seeds.rng(args.seed, "trace")
     options = trace_options(args)
     frame = synthesize(
         rng,

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import tomli_w
 
 import traces
-from sim import toml_writer
 from sim.common import seeds
 from sim.common.errors import InputError
 from sim.common.publish import write_file_atomically
@@ -116,7 +116,7 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
     with backend as execute:  # connected (or failed) before anything is written
         runs.mkdir(parents=True, exist_ok=True)
         write_file_atomically(
-            sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
+            sweep.out / SWEEP_FILE, lambda p: p.write_text(tomli_w.dumps(sweep.to_table()))
         )
         _remove_leftovers(runs)
         if progress is not None:

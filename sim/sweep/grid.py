@@ -17,7 +17,6 @@ bundled trace or the default cluster):
 
 import itertools
 import math
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import traces
 from policies import get_policy
 from sim.common.errors import InputError
+from sim.common.toml_file import read_toml
 
 BACKENDS = ("local", "ray")
 DEFAULT = "default"
@@ -212,12 +212,7 @@ _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"{path}: {err}") from None
+    table = read_toml(path)
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
