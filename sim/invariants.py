@@ -29,8 +29,8 @@ def _fail(sim: "Simulation", what: str) -> None:
 
 
 def check_state(sim: "Simulation", previous_now: float) -> None:
-    """The books after an event: time, GPUs, caches (and the loads reading them), links
-    and the decision indexes."""
+    """The books after an event: time, GPUs, caches (and the loads reading them), links,
+    the decision indexes and the queue discipline's own."""
     if sim.clock.now < previous_now:
         _fail(sim, f"time went back from {previous_now!r}")
     for server in sim.cluster.servers:
@@ -38,6 +38,9 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_caches(sim, server)
         _check_links(sim, server)
     _check_indexes(sim)
+    problem = sim.queue.audit()
+    if problem is not None:
+        _fail(sim, f"queue {sim.queue.name}: {problem}")
 
 
 def _check_gpus(sim: "Simulation", server) -> None:

@@ -40,7 +40,7 @@ class Backfill(Fifo):
         super().__init__(*args, **kwargs)
         self.holder: int | None = None  # the request holding the reservation
         self.reserved: ReservedView | None = None  # None: nothing to hide (see `_reserve`)
-        self._fenced: list["Instance"] = []
+        self._fenced: list[Instance] = []
         self.reservations = 0
 
     def view(self, i: int) -> ClusterView:
@@ -102,7 +102,7 @@ class Backfill(Fifo):
         if need == 1:
             return  # it is offered the first GPU that frees anywhere: none can overtake it
         live = Counter(x.model.name for server in self.cluster.servers for x in server.instances)
-        best: tuple[tuple[int, int, int], list["Instance"]] | None = None
+        best: tuple[tuple[int, int, int], list[Instance]] | None = None
         for server in self.cluster.servers:
             if not self.cluster.can_host(server.id, model):
                 continue
