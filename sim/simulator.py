@@ -1,12 +1,11 @@
 """The event loop's glue: arrivals, routing, cold starts, keep-alive, waiting requests.
 
 A request joins a warm (or starting) instance of its model with room in its batch; else,
-the queue discipline lets it, the policy decides where a new instance starts, or that it
-waits. Waiting requests are retried whenever capacity frees up: a batch slot, or an
-instance going idle (its GPUs can be
-reclaimed); the queue discipline (`sim.queues`) decides in what order, and what the
-waiting see of each other's reservations. Events per request: its arrival, its prefill and its finish, plus a startup,
-a load and a keep-alive timer per cold start.
+if the queue discipline lets it, the policy decides where a new instance starts, or that
+it waits. Waiting requests are retried whenever capacity frees up: a batch slot, or an
+instance going idle (its GPUs can be reclaimed); the queue discipline (`sim.queues`)
+decides in what order, and what a reservation hides. Events per request: its arrival,
+its prefill and its finish, plus a startup, a load and a keep-alive timer per cold start.
 
 A decision may free GPUs first: by live migration (`sim.migration`; the new instance
 starts once every instance it displaces has left) or by preemption (the displaced

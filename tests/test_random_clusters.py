@@ -1,6 +1,6 @@
 """Property tests on random heterogeneous clusters: whatever the hardware, the catalog,
-the trace, the keep-alive, the queue discipline and the policy, the books hold after every event (`--check`)
-and a fixed seed gives identical results."""
+the trace, the keep-alive, the queue discipline and the policy, the books hold after
+every event (`--check`) and a fixed seed gives identical results."""
 
 import pandas as pd
 import pytest
