@@ -3,7 +3,7 @@
 As in HPC batch schedulers (Lifka, "The ANL/IBM SP scheduling system", JSSPP '95): when
 the oldest waiting request (the head) cannot be placed, it reserves GPUs on one server,
 and later requests are placed only where they do not delay it. Here a start has no known
-end, so "not delaying it" is made exact by construction:
+end, so "not delaying it" is made safe by construction:
 
 - on the reserved server, the idle instances of other models and enough busy ones
   (least loaded first) are *fenced*, taking no new requests, so that they drain and
@@ -17,6 +17,10 @@ end, so "not delaying it" is made exact by construction:
   its instances not displaceable;
 - when the head is placed (anywhere), the fences come down and the next waiter that
   cannot be placed reserves in turn.
+
+A head needs no reservation when nothing can overtake it: a one-GPU head is offered the
+first GPU that frees anywhere, and a head whose model runs already is offered the first
+slot its instances free.
 
 Requests of one model still wait behind each other (as under `fifo`), so only the oldest
 waiter of each model is offered capacity on a retry.
@@ -94,14 +98,17 @@ class Backfill(Fifo):
 
     def _reserve(self, i: int, model: str) -> None:
         """Reserve a server for request `i` (see the module's docstring), fencing what must
-        drain there. If no server can free enough GPUs (those it could have are its own
-        model's, full), the head holds the queue without hiding anything: it joins its
-        model's instances as they free slots."""
+        drain there. A head of a model already running holds the queue without hiding
+        anything: it is first in line for the next slot its instances free (reserving a
+        server too would idle GPUs for a request a slot serves sooner); so does a head
+        no server can free enough GPUs for."""
         self.holder = i
         need = self.models[model].gpus
         if need == 1:
             return  # it is offered the first GPU that frees anywhere: none can overtake it
         live = Counter(x.model.name for server in self.cluster.servers for x in server.instances)
+        if live[model]:
+            return  # it joins its model's instance as soon as that frees a slot
         best: tuple[tuple[int, int, int], list[Instance]] | None = None
         for server in self.cluster.servers:
             if not self.cluster.can_host(server.id, model):
