@@ -161,7 +161,16 @@ def _table(summary: dict) -> str:
         value = summary[key]
         return "n/a" if value is None else f"{value:.3f} s"
 
+    def figure(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f} s"
+
+    def share(key: str) -> str:
+        return "n/a" if summary[key] is None else f"{summary[key]:.3f}"
+
     tiers = ", ".join(f"{tier} {n}" for tier, n in summary["loads_by_tier"].items())
+    states = ", ".join(
+        f"{state} {seconds:,.0f}" for state, seconds in summary["gpu_seconds_by_state"].items()
+    )
     rows = [
         ("policy", summary["policy"]),
         ("queue", summary["queue"]),
@@ -178,6 +187,18 @@ def _table(summary: dict) -> str:
         ("migrations", str(summary["migrations"])),
         ("preemptions", str(summary["preemptions"])),
         ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
+        ("  by state", states),
+        ("SLO attainment", share("slo_attainment")),
+        ("cold-start ratio", share("cold_start_ratio")),
+        ("fairness (Jain)", share("fairness_jain_slowdown")),
+        *(
+            (
+                f"  {model}",
+                f"TTFT p99 {figure(m['ttft_p99_s'])}, queue p99 {figure(m['queue_p99_s'])}",
+            )
+            for model, m in summary["per_model"].items()
+            if m["requests"]
+        ),
         ("wall time", f"{summary['sim_wall_s']:.2f} s"),
         ("requests / wall s", f"{summary['requests_per_wall_s'] or 0:,.0f}"),
     ]

@@ -124,6 +124,12 @@ def check_outcome(sim: "Simulation") -> None:
         _fail(sim, f"request #{i}: queue + startup + prefill != TTFT {t.ttft_s[i]}")
     if (t.queue_s[done] < -_SLACK).any() or (t.prefill_s[done] <= 0).any():
         _fail(sim, "a request has a negative queue or a non-positive prefill")
+    cluster = sim.cluster
+    split = cluster.starting_gpu_seconds + cluster.idle_gpu_seconds
+    if min(cluster.starting_gpu_seconds, cluster.idle_gpu_seconds) < 0 or split > (
+        cluster.gpu_seconds * (1 + _SLACK) + _SLACK
+    ):
+        _fail(sim, f"starting + idle GPU-seconds {split} exceed the {cluster.gpu_seconds} used")
     if sim.stopped_at is not None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:

@@ -209,7 +209,9 @@ class Simulation:
 
         def start() -> None:
             # Pledged GPUs were charged to the leaving instances until they left.
-            self.cluster.gpu_seconds += own * (self.clock.now - instance.allocated_at)
+            held_s = own * (self.clock.now - instance.allocated_at)
+            self.cluster.gpu_seconds += held_s
+            self.cluster.starting_gpu_seconds += held_s
             instance.allocated_at = self.clock.now
             load.start_in(self.config.instance_startup_s, ready)
 
