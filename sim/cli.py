@@ -188,7 +188,7 @@ def _table(summary: dict) -> str:
         ("preemptions", str(summary["preemptions"])),
         ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
         ("  by state", states),
-        ("SLO attainment", share("slo_attainment")),
+        ("SLO attainment", share("ttft_slo_attainment")),
         ("cold-start ratio", share("cold_start_ratio")),
         ("fairness (Jain)", share("fairness_jain_slowdown")),
         *(

@@ -62,7 +62,7 @@ def jain_index(values: list[float]) -> float | None:
 def scheduling_figures(sim: Simulation) -> dict:
     """What the scheduler's decisions cost and whom they favour (docs/scheduling.md):
 
-    - SLO attainment: the share of requests whose TTFT is within their model's
+    - TTFT SLO attainment: the share of requests whose TTFT is within their model's
       `ttft_slo_s` (a request that never produced a token misses it);
     - cold-start ratio: the share of placed requests that waited for an instance to
       start rather than join a warm one;
@@ -81,7 +81,7 @@ def scheduling_figures(sim: Simulation) -> dict:
     within = sum(m["slo_attainment"] * m["requests"] for m in per_model.values() if m["requests"])
     return {
         "per_model": per_model,
-        "slo_attainment": within / t.n if t.n else None,
+        "ttft_slo_attainment": within / t.n if t.n else None,
         "cold_start_ratio": float((t.tier[placed] != warm).mean()) if placed.any() else None,
         "gpu_seconds_by_state": {
             "serving": cluster.gpu_seconds - starting - idle,
