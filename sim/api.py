@@ -6,7 +6,7 @@ The trace's draws and the policy's draws come from their own streams of the seed
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -45,17 +45,26 @@ def run(
     max_requests: int | None = None,
     until: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    queue: str | None = None,
 ) -> RunResult:
     """Simulate `trace` (default: the bundled trace) on `cluster` (a TOML path laid over
     the defaults, an already-loaded config, or None for the defaults; `profile`'s hardware
-    numbers laid over a path) under `policy` with `seed`; see `replay` for the rest."""
+    numbers laid over a path) under `policy` with `seed`, and the configuration's queue
+    discipline unless `queue` names another; see `replay` for the rest."""
     config = cluster if isinstance(cluster, ClusterConfig) else load_config(cluster, profile)
+    if queue is not None:
+        config = with_queue(config, queue)
     trace_path = Path(trace) if trace is not None else traces.default_trace()
     sim = replay(
         config, trace_path, policy, seed, progress, trace_options, check, max_requests, until
     )
     summary = summarize(sim, policy, seed, trace_path)
     return RunResult(sim.table.frame(), sim.cluster.log.frame(), summary, config)
+
+
+def with_queue(config: ClusterConfig, queue: str) -> ClusterConfig:
+    """`config` under another queue discipline, its written configuration saying so."""
+    return replace(config, queue=queue, resolved={**config.resolved, "queue": queue})
 
 
 def replay(

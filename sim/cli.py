@@ -14,6 +14,7 @@ from sim.common.cli import run as run_command
 from sim.common.errors import InputError
 from sim.invariants import InvariantError
 from sim.progress import ProgressBar
+from sim.queues import queue_names
 from sim.results.run_dir import check_writable
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import SWEEP_FILE, run_sweep
@@ -40,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="trace file in any format `python -m traces` reads, detected from the header "
         "(default: the bundled Azure LLM 2023 code trace)",
+    )
+    run.add_argument(
+        "--queue",
+        default=None,
+        help=f"queue discipline, one of: {', '.join(queue_names())} (default: the "
+        "cluster's `queue`, fifo unless it says)",
     )
     add_trace_options(run, list(traces.FORMATS))
     run.add_argument(
@@ -154,9 +161,19 @@ def _table(summary: dict) -> str:
         value = summary[key]
         return "n/a" if value is None else f"{value:.3f} s"
 
+    def figure(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f} s"
+
+    def share(key: str) -> str:
+        return "n/a" if summary[key] is None else f"{summary[key]:.3f}"
+
     tiers = ", ".join(f"{tier} {n}" for tier, n in summary["loads_by_tier"].items())
+    states = ", ".join(
+        f"{state} {seconds:,.0f}" for state, seconds in summary["gpu_seconds_by_state"].items()
+    )
     rows = [
         ("policy", summary["policy"]),
+        ("queue", summary["queue"]),
         ("requests", f"{summary['requests']} ({summary['completed']} completed)"),
         *(
             [("stopped at", f"{summary['stopped_at_s']:g} s ({summary['timed_out']} timed out)")]
@@ -170,12 +187,27 @@ def _table(summary: dict) -> str:
         ("migrations", str(summary["migrations"])),
         ("preemptions", str(summary["preemptions"])),
         ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
+        ("  by state", states),
+        ("SLO attainment", share("ttft_slo_attainment")),
+        ("cold-start ratio", share("cold_start_ratio")),
+        ("fairness (Jain)", share("fairness_jain_slowdown")),
+        *(
+            (
+                f"  {model}",
+                f"TTFT p99 {figure(m['ttft_p99_s'])}, queue p99 {figure(m['queue_p99_s'])}",
+            )
+            for model, m in summary["per_model"].items()
+            if m["requests"]
+        ),
         ("wall time", f"{summary['sim_wall_s']:.2f} s"),
         ("requests / wall s", f"{summary['requests_per_wall_s'] or 0:,.0f}"),
     ]
     if summary["estimates"]:
-        rows.insert(8, ("estimate error p50", seconds("estimator_abs_error_p50_s")))
-        rows.insert(9, ("estimate error p99", seconds("estimator_abs_error_p99_s")))
+        at = [name for name, _ in rows].index("GPU-seconds")
+        rows[at:at] = [
+            ("estimate error p50", seconds("estimator_abs_error_p50_s")),
+            ("estimate error p99", seconds("estimator_abs_error_p99_s")),
+        ]
     return "\n".join(f"{name:<18} {value}" for name, value in rows)
 
 
@@ -184,6 +216,10 @@ def run(args: argparse.Namespace) -> int:
         get_policy(args.policy)
     except KeyError as err:
         raise InputError(str(err.args[0])) from None
+    if args.queue is not None and args.queue not in queue_names():
+        raise InputError(
+            f"--queue: unknown queue discipline {args.queue!r} (known: {', '.join(queue_names())})"
+        )
     if args.seed < 0:
         raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_requests is not None and args.max_requests < 1:
@@ -203,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
         check=args.check,
         max_requests=args.max_requests,
         until=args.until,
+        queue=args.queue,
         progress=ProgressBar(args.policy) if show_progress else None,
     )
     result.write(out)

@@ -51,6 +51,9 @@ class Cluster:
             for name, spec in config.models.items()
         }
         self.gpu_seconds = 0.0
+        # Of those: GPU time before instances were warm, and warm with no request.
+        self.starting_gpu_seconds = 0.0
+        self.idle_gpu_seconds = 0.0
         self.log = InstanceLog()
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
@@ -203,13 +206,14 @@ class Cluster:
 
     def mark_idle(self, instance: Instance) -> None:
         server = self.servers[instance.server]
-        server.idle[instance] = None
+        server.idle[instance] = self._clock.now
         server.idle_gpus += instance.model.gpus
         self._reindex(server)
 
     def mark_busy(self, instance: Instance) -> None:
         server = self.servers[instance.server]
-        del server.idle[instance]
+        since = server.idle.pop(instance)
+        self.idle_gpu_seconds += instance.model.gpus * (self._clock.now - since)
         server.idle_gpus -= instance.model.gpus
         self._reindex(server)
 
@@ -222,11 +226,15 @@ class Cluster:
     def charge_running(self, pledged_to: Mapping[Instance, int]) -> None:
         """Count the GPU time of instances still running when a run is cut short (an
         instance waiting for migrations holds only the GPUs not `pledged_to` it)."""
+        now = self._clock.now
         for server in self.servers:
             for i in server.instances:
                 own = i.model.gpus - pledged_to.get(i, 0)
-                self.gpu_seconds += own * (self._clock.now - i.allocated_at)
-                self.log.ended(i, self._clock.now, "running")
+                self.gpu_seconds += own * (now - i.allocated_at)
+                self.starting_gpu_seconds += own * (min(i.ready_at, now) - i.allocated_at)
+                if i in server.idle:
+                    self.idle_gpu_seconds += own * (now - server.idle[i])
+                self.log.ended(i, now, "running")
 
     def retire(self, instance: Instance, why: str, pledged: int = 0) -> None:
         """Take a stopped instance off the books, freeing its GPUs but those it pledged
@@ -237,4 +245,6 @@ class Cluster:
             server.free_gpus += instance.model.gpus - pledged
             self._reindex(server)
         del server.instances[instance]
-        self.gpu_seconds += instance.model.gpus * (self._clock.now - instance.allocated_at)
+        now, gpus = self._clock.now, instance.model.gpus
+        self.gpu_seconds += gpus * (now - instance.allocated_at)
+        self.starting_gpu_seconds += gpus * (min(instance.ready_at, now) - instance.allocated_at)

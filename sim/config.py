@@ -21,6 +21,11 @@ from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
+from sim.queues import queue_names
+
+# A model's TTFT service-level objective when its catalog entry states none: a round
+# figure, the order of a cold start from SSD of the default catalog's larger models.
+DEFAULT_TTFT_SLO_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class ModelSpec:
     decode_step_per_request_s: float
     max_batch: int
     ssd_servers: tuple[int, ...]
+    ttft_slo_s: float = DEFAULT_TTFT_SLO_S  # what SLO attainment and `edf` measure against
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""
@@ -89,6 +95,7 @@ class ClusterConfig:
     zipf_exponent: float
     migration: MigrationSpec
     resolved: dict[str, Any]  # the normalised table, written back as config.toml
+    queue: str = "fifo"  # the queue discipline (`sim.queues`)
 
     @property
     def server_count(self) -> int:
@@ -178,9 +185,19 @@ def _server_indices(value: Any) -> list[int]:
     return sorted(set(value))
 
 
+def _queue(value: Any) -> str:
+    if value not in queue_names():
+        raise ValueError(f"unknown queue discipline {value!r} (known: {', '.join(queue_names())})")
+    return value
+
+
 Parser = Callable[[Any], Any]
 
-_TOP: dict[str, Parser] = {"keep_alive_s": _non_negative, "instance_startup_s": _non_negative}
+_TOP: dict[str, Parser] = {
+    "keep_alive_s": _non_negative,
+    "instance_startup_s": _non_negative,
+    "queue": _queue,
+}
 _WORKLOAD: dict[str, Parser] = {"zipf_exponent": _ranged(0, bounds.ZIPF, positive=False)}
 _MIGRATION: dict[str, Parser] = {
     "bytes_per_token": _ranged(1e-9, bounds.BYTES),
@@ -208,12 +225,14 @@ _MODEL: dict[str, Parser] = {
     "max_batch": _integers(bounds.MAX_BATCH),
     "ssd_servers": _server_indices,
     "ssd_copies": _integers(bounds.SERVERS, minimum=0),
+    "ttft_slo_s": _positive,
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
     "max_batch": 16,
     "ssd_servers": [],
     "ssd_copies": 0,
+    "ttft_slo_s": DEFAULT_TTFT_SLO_S,
 }
 
 
@@ -248,7 +267,7 @@ def _merge(default: dict, user: dict) -> dict:
     for key in user:
         if key not in (*_TOP, *_SECTIONS, "servers", "models", "profile"):
             raise InputError(
-                f"{key}: unknown key (expected keep_alive_s, instance_startup_s, "
+                f"{key}: unknown key (expected keep_alive_s, instance_startup_s, queue, "
                 "workload, migration, servers, models, profile)"
             )
     merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "profile")}}
@@ -316,6 +335,7 @@ def _build(table: dict) -> ClusterConfig:
         zipf_exponent=workload["zipf_exponent"],
         migration=MigrationSpec(**migration),
         resolved=resolved,
+        queue=top["queue"],
     )
 
 

@@ -15,6 +15,9 @@ scheduled, and it is re-timed whenever the batch changes, exactly like a flow on
 Migration: an instance can hand its requests over (`detach`), each with the tokens it has
 left to generate, and a fresh one can take them (`adopt`). A migration's destination is
 `reserved` until then: it takes no new requests and does not count as idle.
+
+A queue discipline may `fence` an instance: it takes no new requests (so it drains and its
+GPUs free up for a reservation) but is otherwise unchanged.
 """
 
 import heapq
@@ -76,6 +79,7 @@ class Instance:
         self.keep_alive: Timer | None = None
         self._reserved = False  # a migration's destination, until the requests arrive
         self._migrating = False  # a migration's source: takes no new requests
+        self._fenced = False  # drained for a queue's reservation: takes no new requests
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None
         # Heap of (finish v, request, prompt, output, v at which it started generating here).
@@ -104,6 +108,15 @@ class Instance:
         self._events.room_changed(self)
 
     @property
+    def fenced(self) -> bool:
+        return self._fenced
+
+    @fenced.setter
+    def fenced(self, value: bool) -> None:
+        self._fenced = value
+        self._events.room_changed(self)
+
+    @property
     def load(self) -> int:
         """Requests held: prefilling, waiting to prefill, or decoding."""
         return len(self._prefill) + len(self._decoding)
@@ -111,7 +124,7 @@ class Instance:
     def room_key(self) -> int | None:
         """Where a join would file it: its load if warm with room, STARTING_ROOM if
         starting with room, None if it has no room (inlined: it runs twice a request)."""
-        if self.state == STOPPED or self._reserved or self._migrating:
+        if self.state == STOPPED or self._reserved or self._migrating or self._fenced:
             return None
         load = len(self._prefill) + len(self._decoding)
         if load >= self.model.max_batch:

@@ -29,8 +29,8 @@ def _fail(sim: "Simulation", what: str) -> None:
 
 
 def check_state(sim: "Simulation", previous_now: float) -> None:
-    """The books after an event: time, GPUs, caches (and the loads reading them), links
-    and the decision indexes."""
+    """The books after an event: time, GPUs, caches (and the loads reading them), links,
+    the decision indexes and the queue discipline's own."""
     if sim.clock.now < previous_now:
         _fail(sim, f"time went back from {previous_now!r}")
     for server in sim.cluster.servers:
@@ -38,6 +38,9 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_caches(sim, server)
         _check_links(sim, server)
     _check_indexes(sim)
+    problem = sim.queue.audit()
+    if problem is not None:
+        _fail(sim, f"queue {sim.queue.name}: {problem}")
 
 
 def _check_gpus(sim: "Simulation", server) -> None:
@@ -121,6 +124,12 @@ def check_outcome(sim: "Simulation") -> None:
         _fail(sim, f"request #{i}: queue + startup + prefill != TTFT {t.ttft_s[i]}")
     if (t.queue_s[done] < -_SLACK).any() or (t.prefill_s[done] <= 0).any():
         _fail(sim, "a request has a negative queue or a non-positive prefill")
+    cluster = sim.cluster
+    split = cluster.starting_gpu_seconds + cluster.idle_gpu_seconds
+    if min(cluster.starting_gpu_seconds, cluster.idle_gpu_seconds) < 0 or split > (
+        cluster.gpu_seconds * (1 + _SLACK) + _SLACK
+    ):
+        _fail(sim, f"starting + idle GPU-seconds {split} exceed the {cluster.gpu_seconds} used")
     if sim.stopped_at is not None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:

@@ -35,8 +35,9 @@ class Server:
         self.reading: Counter[tuple[str, str]] = Counter()
         self.free_gpus = group.gpus
         self.instances: dict[Instance, None] = {}  # every live instance, oldest first
-        # Warm instances holding no request, oldest idle first: reclaimed in that order.
-        self.idle: dict[Instance, None] = {}
+        # Warm instances holding no request, oldest idle first (reclaimed in that order),
+        # each with the time it went idle.
+        self.idle: dict[Instance, float] = {}
         self.idle_gpus = 0
 
     @property

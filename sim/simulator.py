@@ -1,11 +1,11 @@
 """The event loop's glue: arrivals, routing, cold starts, keep-alive, waiting requests.
 
 A request joins a warm (or starting) instance of its model with room in its batch; else,
-if no request of its model is already waiting, the policy decides where a new instance
-starts, or that it waits. Waiting requests are retried, oldest model queue first,
-whenever capacity frees up: a batch slot, or an instance going idle (its GPUs can be
-reclaimed). Events per request: its arrival, its prefill and its finish, plus a startup,
-a load and a keep-alive timer per cold start.
+if the queue discipline lets it, the policy decides where a new instance starts, or that
+it waits. Waiting requests are retried whenever capacity frees up: a batch slot, or an
+instance going idle (its GPUs can be reclaimed); the queue discipline (`sim.queues`)
+decides in what order, and what a reservation hides. Events per request: its arrival,
+its prefill and its finish, plus a startup, a load and a keep-alive timer per cold start.
 
 A decision may free GPUs first: by live migration (`sim.migration`; the new instance
 starts once every instance it displaces has left) or by preemption (the displaced
@@ -13,11 +13,9 @@ instances stop at once and their requests go back to the queue, their progress l
 preempted request cannot itself trigger a preemption, so preemptions cannot cascade).
 """
 
-import bisect
 import gc
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,6 +32,7 @@ from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
+from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
 
@@ -63,14 +62,15 @@ class Simulation:
         self.policy = get_policy(policy)(rng)
         self.table = RequestTable(trace, list(config.models))
         self._model_names = list(config.models)
-        self._waiting: dict[str, deque[int]] = {}  # per model, FIFO; insertion = first waiter
-        self._draining = False
         self._progress = progress
         self._ids = itertools.count()
         self._held: dict[Instance, _Held] = {}  # instances waiting for migrations
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
         self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
+        self.queue = get_queue(config.queue)(
+            self._route, self.cluster, config.models, self.table.arrival
+        )
         self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
@@ -131,9 +131,7 @@ class Simulation:
             self.clock.call_in(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)
-        model = self._model_names[self.table.model[i]]
-        if model in self._waiting or not self._route(i, model):
-            self._waiting.setdefault(model, deque()).append(i)
+        self.queue.arrive(i, self._model_names[self.table.model[i]])
 
     def _route(self, i: int, model: str) -> bool:
         """Join an instance with room or start one; False if the request must wait."""
@@ -150,7 +148,7 @@ class Simulation:
             int(t.output_tokens[i]),
             bool(t.preemptions[i]),
         )
-        decision = self.policy.place(request, self.cluster)
+        decision = self.policy.place(request, self.queue.view(i))
         if not isinstance(decision, Start):
             return False
         if decision.preempt and request.preempted:
@@ -211,7 +209,9 @@ class Simulation:
 
         def start() -> None:
             # Pledged GPUs were charged to the leaving instances until they left.
-            self.cluster.gpu_seconds += own * (self.clock.now - instance.allocated_at)
+            held_s = own * (self.clock.now - instance.allocated_at)
+            self.cluster.gpu_seconds += held_s
+            self.cluster.starting_gpu_seconds += held_s
             instance.allocated_at = self.clock.now
             load.start_in(self.config.instance_startup_s, ready)
 
@@ -252,18 +252,17 @@ class Simulation:
             )
             if h.remaining is None:
                 self.table.moved_before_prefill(h.request, migration.source.ready_at)
-        self._drain()
+        self.queue.drain()
 
     def _preempt(self, victim: Instance) -> None:
         """Stop `victim` now; its requests go back to the queue, their progress lost."""
         moved = victim.detach()
         self.cluster.retire(victim, "preempted")
         self.preemptions += 1
-        queue = self._waiting.setdefault(victim.model.name, deque())
         for h in moved:
             self.table.preempted(h.request, h.generated)
-            bisect.insort(queue, h.request)  # request numbers are in arrival order
-        self.clock.call_in(0.0, self._drain)
+            self.queue.requeue(h.request, victim.model.name)
+        self.clock.call_in(0.0, self.queue.drain)
 
     # --- what instances report ---
 
@@ -275,7 +274,7 @@ class Simulation:
 
     def request_done(self, instance: Instance, request: int, generated: float) -> None:
         self.table.done(request, self.clock.now, generated)
-        self._drain()
+        self.queue.drain()
 
     def became_idle(self, instance: Instance) -> None:
         if instance.migrating:
@@ -283,25 +282,8 @@ class Simulation:
             return
         self.cluster.mark_idle(instance)
         instance.keep_alive = self.clock.call_in(self.config.keep_alive_s, self._expire, instance)
-        self._drain()
+        self.queue.drain()
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
         self.cluster.stop(instance, "expired")
-
-    # --- waiting requests ---
-
-    def _drain(self) -> None:
-        """Place waiting requests, the model with the oldest waiter first, while any fits."""
-        if self._draining or not self._waiting:
-            return
-        self._draining = True
-        try:
-            for model in sorted(self._waiting, key=lambda m: self._waiting[m][0]):
-                queue = self._waiting[model]
-                while queue and self._route(queue[0], model):
-                    queue.popleft()
-                if not queue:
-                    del self._waiting[model]
-        finally:
-            self._draining = False

@@ -21,7 +21,7 @@ def summary(path):
 def test_help_documents_every_option(tmp_path):
     result = sim("run", "--help", cwd=tmp_path)
     assert result.returncode == 0
-    for option in ("--policy", "--trace", "--cluster", "--seed", "--out", "--quiet"):
+    for option in ("--policy", "--queue", "--trace", "--cluster", "--seed", "--out", "--quiet"):
         assert option in result.stdout
     assert "random" in result.stdout and "locality" in result.stdout
 
@@ -86,6 +86,8 @@ def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
     ("args", "expected"),
     [
         (["--policy", "clairvoyant"], "unknown policy 'clairvoyant'"),
+        (["--queue", "lifo"], "--queue: unknown queue discipline 'lifo'"),
+        (["--cluster", "lifo.toml"], "lifo.toml: queue: unknown queue discipline 'lifo'"),
         (["--trace", "missing.csv"], "missing.csv: no such file"),
         (["--cluster", "missing.toml"], "missing.toml: no such file"),
         (["--cluster", "bad.toml"], "bad.toml: servers[0].gpus: expected a positive integer"),
@@ -97,6 +99,7 @@ def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
 )
 def test_bad_input_gets_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
     (tmp_path / "bad.toml").write_text("[[servers]]\ngpus = 0\n")
+    (tmp_path / "lifo.toml").write_text('queue = "lifo"\n')
     (tmp_path / "bad.csv").write_text(
         "arrival_s,model,input_tokens,output_tokens\n0,opt-6.7b,5,5\n1,opt-6.7b,5,0\n"
     )

@@ -55,6 +55,12 @@ def test_a_server_group_fills_missing_keys_from_the_default_group(tmp_path):
         ),
         ("keep_alive_s = 'long'\n", "keep_alive_s: expected a number"),
         ("keep_alive_s = = 3\n", "invalid TOML"),
+        ("queue = 3\n", "queue: unknown queue discipline 3"),
+        (
+            '[models.m]\nweights = "1GB"\ngpus = 1\nprefill_tokens_per_s = 1\n'
+            "decode_step_s = 1\nttft_slo_s = 0\n",
+            "models.m.ttft_slo_s: expected a positive number",
+        ),
     ],
 )
 def test_bad_configs_name_the_file_and_key(tmp_path, text, expected):

@@ -1,6 +1,6 @@
 """Property tests on random heterogeneous clusters: whatever the hardware, the catalog,
-the trace, the keep-alive and the policy, the books hold after every event (`--check`)
-and a fixed seed gives identical results."""
+the trace, the keep-alive, the queue discipline and the policy, the books hold after
+every event (`--check`) and a fixed seed gives identical results."""
 
 import pandas as pd
 import pytest
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from policies import policy_names
 from sim.common import seeds
 from sim.config import load_config
+from sim.queues import queue_names
 from sim.simulator import Simulation
 
 BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
@@ -62,16 +63,18 @@ def clusters(draw):
             f"decode_step_s = {draw(st.sampled_from([0.02, 0.125]))}\n"
             f"decode_step_per_request_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
             f"max_batch = {draw(st.integers(1, 8))}\nssd_servers = {sorted(ssd)}\n"
+            f"ttft_slo_s = {draw(st.sampled_from([1.0, 10.0, 100.0]))}\n"
         )
     return text
 
 
+@pytest.mark.parametrize("queue", queue_names())
 @pytest.mark.parametrize("policy", policy_names())
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cluster=clusters(), data=st.data())
-def test_the_books_hold_on_any_cluster(tmp_path, policy, cluster, data):
+def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
     path = tmp_path / "cluster.toml"
-    path.write_text(cluster)
+    path.write_text(f'queue = "{queue}"\n{cluster}')
     config = load_config(path)
     rows = data.draw(
         st.lists(

@@ -1,4 +1,5 @@
-"""The run's summary.json: TTFT percentiles, loads by tier, cost, speed, provenance."""
+"""The run's summary.json: TTFT percentiles, loads by tier, cost, speed, scheduling figures
+per model, provenance."""
 
 import hashlib
 import platform
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.common.tiers import START_TIERS
+from sim.common.tiers import START_TIERS, Tier
 from sim.results.request_table import STATUSES
 from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
@@ -25,6 +26,69 @@ def _estimator_error(estimate: np.ndarray, actual: np.ndarray) -> dict[str, floa
         "estimates": int(made.sum()),
         "estimator_abs_error_p50_s": _percentile(error, 50),
         "estimator_abs_error_p99_s": _percentile(error, 99),
+    }
+
+
+def _per_model(sim: Simulation) -> dict:
+    """Per model: requests, p99 TTFT and queue time, SLO attainment and mean slowdown
+    (see `scheduling_figures`)."""
+    t = sim.table
+    done = t.status == STATUSES.index("done")
+    out = {}
+    for code, (name, spec) in enumerate(sim.config.models.items()):
+        mine = t.model == code
+        ok = mine & done
+        within = np.nan_to_num(t.ttft_s[mine], nan=np.inf) <= spec.ttft_slo_s
+        alone = t.input_tokens[ok] / spec.prefill_tokens_per_s
+        out[name] = {
+            "requests": int(mine.sum()),
+            "ttft_p99_s": _percentile(t.ttft_s[ok], 99),
+            "queue_p99_s": _percentile(t.queue_s[ok], 99),
+            "ttft_slo_s": spec.ttft_slo_s,
+            "slo_attainment": float(within.mean()) if mine.any() else None,
+            "slowdown_mean": float((t.ttft_s[ok] / alone).mean()) if ok.any() else None,
+        }
+    return out
+
+
+def jain_index(values: list[float]) -> float | None:
+    """Jain's fairness index, (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
+    takes all; None over no values."""
+    x = np.asarray(values, dtype=float)
+    return float(x.sum() ** 2 / (len(x) * (x**2).sum())) if len(x) else None
+
+
+def scheduling_figures(sim: Simulation) -> dict:
+    """What the scheduler's decisions cost and whom they favour (docs/scheduling.md):
+
+    - TTFT SLO attainment: the share of requests whose TTFT is within their model's
+      `ttft_slo_s` (a request that never produced a token misses it);
+    - cold-start ratio: the share of placed requests that waited for an instance to
+      start rather than join a warm one;
+    - GPU-seconds split into starting (allocated, not yet warm), idle-warm (warm, holding
+      no request), serving (the rest) and sleeping (no sleep states yet: 0);
+    - fairness: Jain's index over the models' mean slowdown, a request's slowdown being
+      its TTFT over its own prefill time (its TTFT on a warm, idle instance).
+    """
+    t = sim.table
+    per_model = _per_model(sim)
+    placed = t.tier >= 0
+    warm = START_TIERS.index(Tier.WARM)
+    cluster = sim.cluster
+    starting, idle = cluster.starting_gpu_seconds, cluster.idle_gpu_seconds
+    slowdowns = [m["slowdown_mean"] for m in per_model.values() if m["slowdown_mean"]]
+    within = sum(m["slo_attainment"] * m["requests"] for m in per_model.values() if m["requests"])
+    return {
+        "per_model": per_model,
+        "ttft_slo_attainment": within / t.n if t.n else None,
+        "cold_start_ratio": float((t.tier[placed] != warm).mean()) if placed.any() else None,
+        "gpu_seconds_by_state": {
+            "serving": cluster.gpu_seconds - starting - idle,
+            "idle_warm": idle,
+            "starting": starting,
+            "sleeping": 0.0,
+        },
+        "fairness_jain_slowdown": jain_index(slowdowns),
     }
 
 
@@ -55,6 +119,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
     return {
         "schema_version": SCHEMA_VERSION,
         "policy": policy,
+        "queue": sim.config.queue,
         "seed": seed,
         "requests": int(t.n),
         "completed": int(done.sum()),
@@ -79,6 +144,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "wasted_tokens": t.wasted_tokens,
         **_estimator_error(t.estimate_s, t.startup_s),
         "gpu_seconds": sim.cluster.gpu_seconds,
+        **scheduling_figures(sim),
         "simulated_s": sim.clock.last_event_s if sim.stopped_at is None else sim.stopped_at,
         "events": sim.clock.fired,
         "events_per_request": sim.clock.fired / t.n if t.n else None,

@@ -1,0 +1,89 @@
+"""The queue-discipline interface: how waiting requests get GPUs as they free up.
+
+Placement decides where a new instance starts; the queue discipline decides which
+waiting request is offered the cluster next, and what the others may see of it meanwhile
+(`view`). The simulator hands it every request that finds no instance to join and no
+server to start one on (`arrive`), every request a preemption puts back (`requeue`), and
+asks it to retry whenever capacity frees up (`drain`). Disciplines register by name, one
+module each; `sim/queues/__init__.py` imports them all.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from policies.base import ClusterView
+
+if TYPE_CHECKING:
+    from sim.cluster import Cluster
+    from sim.config import ModelSpec
+
+# Place request i of a model now (join an instance or start one): True if it was placed.
+Route = Callable[[int, str], bool]
+
+
+class QueueDiscipline(ABC):
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        route: Route,
+        cluster: "Cluster",
+        models: Mapping[str, "ModelSpec"],
+        arrival: np.ndarray,
+    ) -> None:
+        self.route = route
+        self.cluster = cluster
+        self.models = models
+        self.arrival = arrival  # per request number, seconds
+
+    @abstractmethod
+    def arrive(self, i: int, model: str) -> None:
+        """Request `i` arrived: place it now or keep it waiting."""
+
+    @abstractmethod
+    def requeue(self, i: int, model: str) -> None:
+        """Request `i` was preempted: it waits again (a `drain` follows)."""
+
+    @abstractmethod
+    def drain(self) -> None:
+        """Capacity freed up: place waiting requests while any fits."""
+
+    def view(self, i: int) -> ClusterView:
+        """The cluster as the policy placing request `i` may see it."""
+        return self.cluster
+
+    def audit(self) -> str | None:
+        """A broken invariant of the discipline's own books, said in words, or None."""
+        return None
+
+
+_REGISTRY: dict[str, type[QueueDiscipline]] = {}
+
+
+def register(name: str) -> Callable[[type[QueueDiscipline]], type[QueueDiscipline]]:
+    """Class decorator: make a discipline available as `--queue name`."""
+
+    def add(cls: type[QueueDiscipline]) -> type[QueueDiscipline]:
+        if name in _REGISTRY:
+            raise ValueError(f"queue discipline {name!r} is registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return add
+
+
+def queue_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_queue(name: str) -> type[QueueDiscipline]:
+    """The discipline registered as `name`; KeyError lists the known names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(queue_names())
+        raise KeyError(f"unknown queue discipline {name!r} (known: {known})") from None

@@ -1,0 +1,153 @@
+"""Queue disciplines checked by hand on one server: who gets the GPUs, and when.
+
+Sizes and bandwidths are exact in binary floating point, so times compare with ==. Every
+checkpoint starts on the server's SSD (2 GiB/s) and is installed in its DRAM (64 GiB,
+room for all) by its first load; instances start up in 2 s.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from policies import get_policy
+from policies.base import Request, Start
+from sim.clock import Clock
+from sim.cluster import Cluster
+from sim.common import seeds
+from sim.config import load_config
+from sim.queues.reserved_view import ReservedView
+from sim.simulator import Simulation
+
+SERVER = """
+keep_alive_s = 8.0
+instance_startup_s = 2.0
+queue = "{queue}"
+
+[[servers]]
+name = "one"
+count = {count}
+gpus = {gpus}
+gpu_memory = "16GiB"
+dram = "64GiB"
+ssd = "64GiB"
+ssd_read = "2GiB/s"
+network = "1GiB/s"
+pcie = "4GiB/s"
+"""
+
+MODEL = """
+[models.{name}]
+weights = "{gib}GiB"
+gpus = {gpus}
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+max_batch = 4
+ssd_servers = [0]
+ttft_slo_s = {slo}
+"""
+
+
+def config(tmp_path, queue, models, *, count=1, gpus=2):
+    """`models`: (name, GiB, GPUs, TTFT SLO) per catalog entry."""
+    text = SERVER.format(queue=queue, count=count, gpus=gpus)
+    for name, gib, need, slo in models:
+        text += MODEL.format(name=name, gib=gib, gpus=need, slo=slo)
+    path = tmp_path / "cluster.toml"
+    path.write_text(text)
+    return load_config(path)
+
+
+def run(cfg, rows, policy="locality"):
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(cfg, trace, policy, seeds.rng(0, "policy"), check=True)
+    sim.run()
+    return sim
+
+
+# a and b take one GPU each; big takes both. b's request decodes until t = 10: its
+# instance starts at 0 and loads alongside a's (4 GiB each sharing the SSD's 2 GiB/s: both
+# ready at 2 + 4 = 6), prefills 512 tokens in 0.5 s, then 28 tokens at 0.125 s.
+STARVING = [
+    (0.0, "a", 512, 1),  # a idle from 6.5
+    (0.0, "b", 512, 29),  # b idle from 10
+    (1.0, "big", 512, 1),
+    (8.0, "a", 512, 1),
+    (9.75, "a", 512, 13),  # keeps a busy from 9.75 to 11.75
+]
+CATALOG = [("a", 4, 1, 10.0), ("b", 4, 1, 10.0), ("big", 8, 2, 10.0)]
+
+
+def test_fifo_lets_a_small_model_take_back_the_gpus_a_big_one_waits_for(tmp_path):
+    sim = run(config(tmp_path, "fifo", CATALOG), STARVING)
+    t = sim.table
+    # a's requests rejoin its idle instance (8.0-8.5, 9.75-11.75): big must wait until a
+    # and b are idle at once, at 11.75; then 2 s start-up, 8 GiB at 2 GiB/s, 0.5 s prefill.
+    assert t.placed_at[2] == 11.75
+    assert t.ttft_s[2] == 11.75 + 2.0 + 4.0 + 0.5 - 1.0
+    assert list(t.ttft_s[3:]) == [0.5, 0.5]  # joined the warm instance
+
+
+def test_backfill_fences_what_the_head_waits_for(tmp_path):
+    sim = run(config(tmp_path, "backfill", CATALOG), STARVING)
+    t = sim.table
+    # big reserves the server at 1: a and b take no new request. b drains at 10; big
+    # starts then, reclaiming both (2 s, 8 GiB from SSD at 2 GiB/s, 0.5 s prefill).
+    assert t.placed_at[2] == 10.0
+    assert t.ttft_s[2] == 10.0 + 2.0 + 4.0 + 0.5 - 1.0
+    # a's requests wait behind it; when big idles at 16.5, a starts again (4 GiB from
+    # DRAM over one GPU's 4 GiB/s PCIe: 1 s) and both join it, prefilled in turn.
+    assert list(t.placed_at[3:]) == [16.5, 16.5]
+    assert t.ttft_s[3] == 16.5 + 2.0 + 1.0 + 0.5 - 8.0
+    assert t.ttft_s[4] == 16.5 + 2.0 + 1.0 + 0.5 + 0.5 - 9.75
+    assert sim.queue.reservations == 1
+    assert sim.queue.holder is None and sim.queue.reserved is None
+
+
+# One GPU. a serves until 5.5 (ready at 2 + 2 = 4, prefill 0.5, 8 tokens at 0.125 s);
+# meanwhile b (lenient SLO) and then c (tight SLO) wait for the GPU.
+DEADLINES = [(0.0, "a", 512, 9), (1.0, "b", 512, 1), (2.0, "c", 512, 1)]
+SLOS = [("a", 4, 1, 100.0), ("b", 4, 1, 100.0), ("c", 4, 1, 5.0)]
+
+
+@pytest.mark.parametrize(
+    ("queue", "first", "second"),
+    [("fifo", "b", "c"), ("edf", "c", "b")],
+)
+def test_edf_serves_the_earliest_deadline_first(tmp_path, queue, first, second):
+    sim = run(config(tmp_path, queue, SLOS, gpus=1), DEADLINES)
+    ttft = dict(zip(["a", "b", "c"], sim.table.ttft_s, strict=True))
+    arrival = {"b": 1.0, "c": 2.0}
+    # Each starts when the GPU frees: 2 s start-up, 4 GiB from SSD in 2 s, 0.5 s prefill.
+    assert ttft[first] == 5.5 + 4.5 - arrival[first]
+    assert ttft[second] == 10.0 + 4.5 - arrival[second]
+
+
+def test_a_reservation_hides_its_gpus_from_every_other_decision(tmp_path):
+    cfg = config(tmp_path, "backfill", CATALOG, count=2)
+    cluster = Cluster(cfg, Clock())
+    view = ReservedView(cluster, 0, 2)
+    assert view.available_gpus(0) == 0 and view.gpus_in_use(0) == 2
+    assert view.total_available_gpus() == 2
+    assert not view.can_start(0, "a") and view.can_start(1, "a")
+    assert list(view.candidates("a")) == [1] and view.candidate_count("a") == 1
+    assert view.candidate("a", 0) == 1 and view.least_loaded_candidate("a") == 1
+    assert view.running(0) == []
+    request = Request(0, "a", 0.0, 512, 1)
+    for policy in ("random", "locality", "migration", "startup-aware", "preemption"):
+        decision = get_policy(policy)(np.random.default_rng(0)).place(request, view)
+        assert isinstance(decision, Start) and decision.server == 1, policy
+
+
+def test_a_reservation_leaves_the_gpus_beyond_it(tmp_path):
+    cluster = Cluster(config(tmp_path, "backfill", CATALOG, gpus=4), Clock())
+    view = ReservedView(cluster, 0, 2)
+    assert view.available_gpus(0) == 2 and view.can_start(0, "big")
+    assert view.candidate_count("big") == 1 and view.least_loaded_candidate("big") == 0
+
+
+def test_the_queue_chosen_is_recorded_where_the_run_can_be_reproduced():
+    from sim.api import run as simulate
+
+    result = simulate("locality", max_requests=50, queue="backfill")
+    assert result.summary["queue"] == "backfill"
+    assert 'queue = "backfill"' in result.config.to_toml()
