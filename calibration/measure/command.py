@@ -141,11 +141,13 @@ def _measure_all(
     files = prepare(scratch, chosen.checkpoint_bytes, source)
     payload = files.payload_bytes
     _say(f"{payload / 2**20:.0f} MiB of tensors in {files.checkpoint}")
-    results = measure_storage(files, device, chosen.runs, list(chosen.raw_grid), _say)
+    results = measure_storage(
+        files, device, chosen.runs, list(chosen.raw_grid), chosen.sweep_rounds, _say
+    )
     _step(2, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
     _step(3, "instance start-up (a fresh process importing torch)")
-    results |= measure_startup(device, chosen.runs)
+    results |= measure_startup(device, chosen.startup_runs)
     _say(f"start-up: {results['instance_startup'].median:.2f} s (median)")
     _step(4, "decode steps by batch size")
     threads = CPU_INFERENCE_THREADS if device == "cpu" else None
