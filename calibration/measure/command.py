@@ -236,7 +236,10 @@ def _parser() -> Parser:
         "directory or PyTorch state dict)",
     )
     parser.add_argument(
-        "--runs", type=_positive, help="repetitions of each storage figure (default 5)"
+        "--runs",
+        type=_positive,
+        help="rounds of each storage figure and copy, and start-ups timed (default 5; "
+        "--quick: 6 rounds, 2 start-ups)",
     )
     parser.add_argument("--quick", action="store_true", help="a fast pass for tests (< 1 min)")
     parser.add_argument("--out", type=Path, default=Path("profile.json"))
