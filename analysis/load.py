@@ -14,6 +14,7 @@ from sim.common.errors import InputError
 from sim.results.schema import (
     COORDINATES,
     REQUESTS,
+    SCHEMA_VERSION,
     SUMMARY,
     SWEEP_TABLE,
     read_summary,
@@ -72,6 +73,11 @@ def load_runs(path: str | Path) -> Runs:
     rows = []
     for run_dir in _run_dirs(path):
         summary = read_summary(run_dir)
+        if summary is not None and summary.get("schema_version") != SCHEMA_VERSION:
+            raise AnalysisInputError(
+                f"{run_dir / SUMMARY}: schema_version {summary.get('schema_version')!r}; this "
+                f"thaw reads version {SCHEMA_VERSION} (write it again with this thaw)"
+            )
         if summary is not None:
             rows.append({**summary_row(summary), "path": str(run_dir)})
     if not rows:

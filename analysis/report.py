@@ -2,14 +2,11 @@
 for one run, a set of runs, or a sweep.
 
 The output directory is built under a temporary name and renamed into place, so a failed
-report leaves nothing half-written; an existing directory is replaced only if it holds a
-report (a report.md), never anything else.
+report leaves nothing half-written; an existing directory is replaced only if it is empty
+or a report thaw wrote, unchanged (`sim.common.publish`), never anything else.
 """
 
-import os
-import shutil
 import tomllib
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,9 +18,12 @@ from matplotlib.figure import Figure
 from analysis import plots
 from analysis.load import SETTING, AnalysisInputError, Runs
 from analysis.stats import cost, over_seeds, slo_attainment
+from sim.common.errors import InputError
+from sim.common.publish import check_replaceable, staged_directory
 from sim.results.schema import CONFIG, INSTANCES, LOAD_TIERS
 
 REPORT = "report.md"
+KIND = "report"
 REQUEST_COLUMNS = [
     "model",
     "server",
@@ -196,21 +196,14 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
 
 
 def check_report_dir(out: Path) -> None:
-    if out.exists() and not (out.is_dir() and (out / REPORT).is_file()):
-        raise AnalysisInputError(f"{out}: exists and is not a report directory; choose another -o")
+    try:
+        check_replaceable(out, KIND, "-o")
+    except InputError as err:
+        raise AnalysisInputError(str(err)) from None
 
 
 def write_report(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
     """Build the report in a staging directory beside `out`, then move it into place."""
     check_report_dir(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
-    staging.mkdir()  # not mkdtemp: the report keeps the umask's permissions, not 0700
-    try:
+    with staged_directory(out, KIND) as staging:
         _build(runs, staging, slo_s, source)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

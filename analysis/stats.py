@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from analysis.load import SETTING
 
@@ -38,12 +39,17 @@ def bootstrap_ci(
     estimate = float(statistic(x))
     if len(x) < 2:
         return (estimate, np.nan, np.nan)
-    rng = np.random.default_rng(seed)
-    samples = x[rng.integers(0, len(x), size=(resamples, len(x)))]
-    stats = statistic(samples, axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(stats, [tail, 100 - tail])
-    return (estimate, float(low), float(high))
+    if np.all(x == x[0]):  # every resample is the same: no spread (and no degenerate warning)
+        return (estimate, estimate, estimate)
+    interval = stats.bootstrap(
+        (x,),
+        statistic,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return (estimate, float(interval.low), float(interval.high))
 
 
 def over_seeds(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sim
 import traces
+from sim.common.tiers import LOAD_TIERS
 from sim.config import load_config
 
 
@@ -41,8 +42,7 @@ def main() -> None:
                ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "gpu_seconds",
                 "migrations", "preemptions")}  # fmt: skip
         loads = "/".join(
-            f"{statistics.mean(r['loads_by_tier'][t] for r in runs):.0f}"
-            for t in ("dram", "ssd", "remote")
+            f"{statistics.mean(r['loads_by_tier'][t] for r in runs):.0f}" for t in LOAD_TIERS
         )
         print(
             f"| {policy} | {med['ttft_p50_s']:.2f} | {med['ttft_p90_s']:.2f} | "

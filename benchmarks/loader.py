@@ -16,6 +16,9 @@ safetensors file, a PyTorch state dict and a thaw checkpoint, then measures in o
   loaders pay what they deferred; the touch is part of each loader's time. "thaw
   no-touch" is the same thaw run timed without it: thaw's load has already read every
   byte once (to check its sums), so for thaw the touch is a second pass.
+- the copy ceiling: host memory to the device, as `calibration.measure` copies it
+  (pageable or pinned, one copy or one per tensor; pinned only on a GPU). No load from
+  the page cache onto the device can beat the best of them.
 
 Cold: the files' pages were evicted first (POSIX_FADV_DONTNEED, checked with mincore);
 that is guest-cold, since a cache behind a virtual disk may survive it. Warm: the file
@@ -43,6 +46,7 @@ from calibration.checkpoint import pagecache
 from calibration.checkpoint.buffers import host_buffer
 from calibration.checkpoint.format import BLOB_NAME, is_checkpoint, read_index
 from calibration.checkpoint.reader import choose_mode
+from calibration.measure.copy_probe import measure_copies
 from calibration.measure.raw_read import DirectIORefused
 from calibration.measure.raw_read import raw_read as direct_read
 from calibration.measure.synthetic import llama_shapes, random_bf16
@@ -234,6 +238,15 @@ def bit_identical(files: dict[str, Path]) -> bool:
     )
 
 
+def copy_ceiling(files: dict[str, Path], device: str, runs: int) -> dict[str, float]:
+    """Median GB/s of each way of copying the tensors from host memory to `device`."""
+    sizes = [entry.nbytes for entry in read_index(files["thaw"]).tensors]
+    return {
+        name.removeprefix("dram_to_device_"): measurement.median / 1e9
+        for name, measurement in measure_copies(device, sizes, runs).items()
+    }
+
+
 def run(args: argparse.Namespace) -> dict:
     size = parse_size(args.size)
     files = make_files(args.dir, size)
@@ -261,6 +274,7 @@ def run(args: argparse.Namespace) -> dict:
     best = min(finalists, key=lambda config: statistics.median(raw_runs[config]))
     bench.seconds[("raw", "cold")] = raw_runs[best]
     stats = summary(bench)
+    copies = copy_ceiling(files, args.device, args.runs)
 
     def median(key: str) -> float:
         return stats[key]["median_gbps"]
@@ -295,6 +309,8 @@ def run(args: argparse.Namespace) -> dict:
         "thaw_buffered_warm_gbps": median("thaw buffered warm"),
         "thaw_no_touch_cold_gbps": median(f"{NO_TOUCH} cold"),
         "thaw_no_touch_warm_gbps": median(f"{NO_TOUCH} warm"),
+        "copy_gbps": copies,
+        "copy_ceiling_gbps": max(copies.values()),
         "thaw_modes": sorted(bench.thaw_modes),
         "cold_resident_max": bench.resident["cold"],
         "warm_resident_min": bench.resident["warm"],
@@ -339,6 +355,8 @@ def report(result: dict) -> str:
     for name, grid in result["sweeps"].items():
         cells = ", ".join(f"{config} {rate:.2f}" for config, rate in grid.items())
         lines.append(f"sweep {name}: {cells}")
+    cells = ", ".join(f"{name} {rate:.2f}" for name, rate in result["copy_gbps"].items())
+    lines.append(f"host memory to {result['device']} (the warm ceiling): {cells}")
     lines.append(f"thaw read modes chosen: {', '.join(result['thaw_modes'])}")
     lines.append(
         f"page cache before loading: at most {result['cold_resident_max']:.1%} of a file "

@@ -31,6 +31,7 @@ WEEK_ROWS = 27_000_000  # the 2024 week-long code and conversation files are of 
 _LOAD = """
 import json, sys, time
 import traces
+from sim.common import seeds
 
 def hwm_kib():
     with open("/proc/self/status") as status:
@@ -38,7 +39,7 @@ def hwm_kib():
 
 before = hwm_kib()
 start = time.perf_counter()
-trace = traces.read(sys.argv[1], ["a", "b", "c", "d"], traces.seeded(0))
+trace = traces.read(sys.argv[1], ["a", "b", "c", "d"], seeds.rng(0, "trace"))
 seconds = time.perf_counter() - start
 print(json.dumps({"rows": len(trace.frame), "format": trace.format, "seconds": seconds,
                   "rss_after_imports_kib": before, "peak_rss_kib": hwm_kib()}))

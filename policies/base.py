@@ -14,8 +14,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-# Where a checkpoint can be loaded from, fastest first.
-TIERS = ("dram", "ssd", "remote")
+from sim.common.tiers import CACHE_TIERS
 
 
 @dataclass(frozen=True)
@@ -197,7 +196,7 @@ def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:
 def nearest(view: ClusterView, model: str) -> int | None:
     """Locality: among the servers that can start `model` now, the least loaded one whose
     DRAM cache holds the checkpoint, else whose SSD does, else any (a remote load)."""
-    for tier in ("dram", "ssd"):
+    for tier in CACHE_TIERS:
         ready = (s for s in view.holders(model, tier) if view.can_start(s, model))
         server = least_loaded(ready, view)
         if server is not None:

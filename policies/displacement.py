@@ -12,6 +12,7 @@ from collections.abc import Callable
 from itertools import combinations
 
 from policies.base import ClusterView, Decision, Move, Running, Start, least_loaded
+from sim.common.tiers import CACHE_TIERS
 
 # A way to make room on a server: (its cost, the decision), or None if there is none.
 RoomOption = Callable[[int], tuple[float, Start] | None]
@@ -121,7 +122,7 @@ def start_or_make_room(view: ClusterView, model: str, make_room: RoomOption) -> 
     """The walk `migration` and `preemption` share: in the fastest tier holding the
     checkpoint, start on the least loaded holder with room, else take the cheapest way
     to make room on a holder; then the next tier. None if neither tier gives a start."""
-    for tier in ("dram", "ssd"):
+    for tier in CACHE_TIERS:
         holders = view.holders(model, tier)
         server = least_loaded((s for s in holders if view.can_start(s, model)), view)
         if server is not None:

@@ -17,6 +17,7 @@ estimate is recorded.
 from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
 from policies.displacement import cheapest_moves, first_round_cost
 from policies.estimator import migration_start_s, start_s
+from sim.common.tiers import CACHE_TIERS
 
 
 @register("startup-aware")
@@ -28,7 +29,7 @@ class StartupAware(Policy):
         model = request.model
         options: list[Start] = []
         holders: set[int] = set()
-        for tier in ("dram", "ssd"):
+        for tier in CACHE_TIERS:
             tier_holders = [s for s in view.holders(model, tier) if s not in holders]
             holders.update(tier_holders)
             ready = [s for s in tier_holders if view.can_start(s, model)]

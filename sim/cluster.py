@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 
 from policies.base import RoundCost, Running
 from sim.clock import Clock
+from sim.common.tiers import CACHE_TIERS
 from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
@@ -25,7 +26,7 @@ class Cluster:
         self._config = config
         self.models: dict[str, ModelSpec] = config.models
         self._holders: dict[str, dict[str, IndexedSet]] = {
-            tier: {name: IndexedSet() for name in config.models} for tier in ("dram", "ssd")
+            tier: {name: IndexedSet() for name in config.models} for tier in CACHE_TIERS
         }
         self.servers: list[Server] = []
         self._by_available: list[list[IndexedSet]] = []

@@ -8,15 +8,16 @@ values. Every error names
 the file and the key.
 """
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sim import toml_writer
+import tomli_w
+
+from sim.common import bounds
 from sim.common.errors import InputError
+from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
@@ -94,49 +95,60 @@ class ClusterConfig:
         return sum(group.count for group in self.servers)
 
     def to_toml(self) -> str:
-        return toml_writer.dumps(self.resolved)
+        return tomli_w.dumps(self.resolved)
 
 
 # --- value parsers: each takes the raw TOML value and returns the normalised one ---
 
 
-def _integer(value: Any, minimum: int) -> int:
+def _integer(value: Any, minimum: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"expected {wanted}, got {value!r}")
+    if value > maximum:
+        raise ValueError(f"expected at most {maximum} (sim/common/bounds.py), got {value!r}")
     return value
 
 
-def _positive_int(value: Any) -> int:
-    return _integer(value, 1)
+def _integers(maximum: int, minimum: int = 1) -> Callable[[Any], int]:
+    return lambda value: _integer(value, minimum, maximum)
 
 
-def _number(value: Any, *, positive: bool) -> float:
+def _number(value: Any, *, positive: bool, low: float = 0.0, high: float = bounds.SECONDS) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"expected a number, got {value!r}")
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"expected a finite number, got {value!r}")
     if value < 0 or (positive and value == 0):
         raise ValueError(f"expected a {'positive' if positive else 'non-negative'} number")
+    if value > high or (value and value < low):
+        raise ValueError(
+            f"expected a number from {low:g} to {high:g}{' or 0' * (not positive and low > 0)} "
+            f"(sim/common/bounds.py), got {value!r}"
+        )
     return float(value)
 
 
 def _positive(value: Any) -> float:
-    return _number(value, positive=True)
+    """A duration in seconds that must not be zero."""
+    return _number(value, positive=True, low=bounds.SECONDS_MIN)
 
 
 def _non_negative(value: Any) -> float:
+    """A duration in seconds."""
     return _number(value, positive=False)
 
 
-def _count(value: Any) -> int:
-    return _integer(value, 0)
+def _ranged(low: float, high: float, *, positive: bool = True) -> Callable[[Any], float]:
+    return lambda value: _number(value, positive=positive, low=low, high=high)
 
 
 def _size(value: Any) -> int:
     size = parse_size(value)
     if size <= 0:
         raise ValueError(f"expected a positive size, got {value!r}")
+    if size > bounds.BYTES:
+        raise ValueError(f"expected at most {bounds.BYTES} bytes (sim/common/bounds.py)")
     return size
 
 
@@ -144,6 +156,11 @@ def _bandwidth(value: Any) -> float:
     bandwidth = parse_bandwidth(value)
     if not bandwidth > 0 or bandwidth == float("inf"):
         raise ValueError(f"expected a positive bandwidth, got {value!r}")
+    if not bounds.BANDWIDTH_MIN <= bandwidth <= bounds.BANDWIDTH_MAX:
+        raise ValueError(
+            f"expected a bandwidth from {bounds.BANDWIDTH_MIN:g} to {bounds.BANDWIDTH_MAX:g} "
+            f"bytes/s (sim/common/bounds.py), got {value!r}"
+        )
     return bandwidth
 
 
@@ -164,17 +181,17 @@ def _server_indices(value: Any) -> list[int]:
 Parser = Callable[[Any], Any]
 
 _TOP: dict[str, Parser] = {"keep_alive_s": _non_negative, "instance_startup_s": _non_negative}
-_WORKLOAD: dict[str, Parser] = {"zipf_exponent": _non_negative}
+_WORKLOAD: dict[str, Parser] = {"zipf_exponent": _ranged(0, bounds.ZIPF, positive=False)}
 _MIGRATION: dict[str, Parser] = {
-    "bytes_per_token": _positive,
+    "bytes_per_token": _ranged(1e-9, bounds.BYTES),
     "round_overhead_s": _non_negative,
-    "stop_tokens": _positive,
-    "max_rounds": _positive_int,
+    "stop_tokens": _ranged(1e-9, bounds.TOKENS),
+    "max_rounds": _integers(bounds.MIGRATION_ROUNDS),
 }
 _SERVER: dict[str, Parser] = {
     "name": _name,
-    "count": _positive_int,
-    "gpus": _positive_int,
+    "count": _integers(bounds.SERVERS),
+    "gpus": _integers(bounds.GPUS_PER_SERVER),
     "gpu_memory": _size,
     "dram": _size,
     "ssd": _size,
@@ -184,13 +201,13 @@ _SERVER: dict[str, Parser] = {
 }
 _MODEL: dict[str, Parser] = {
     "weights": _size,
-    "gpus": _positive_int,
-    "prefill_tokens_per_s": _positive,
+    "gpus": _integers(bounds.GPUS_PER_SERVER),
+    "prefill_tokens_per_s": _ranged(bounds.TOKEN_RATE_MIN, bounds.TOKEN_RATE_MAX),
     "decode_step_s": _positive,
     "decode_step_per_request_s": _non_negative,
-    "max_batch": _positive_int,
+    "max_batch": _integers(bounds.MAX_BATCH),
     "ssd_servers": _server_indices,
-    "ssd_copies": _count,
+    "ssd_copies": _integers(bounds.SERVERS, minimum=0),
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
@@ -262,6 +279,13 @@ def _build(table: dict) -> ClusterConfig:
     ]
     servers = tuple(ServerGroup(**group) for group in groups)
     server_count = sum(group.count for group in servers)
+    if server_count > bounds.SERVERS:
+        raise InputError(
+            f"servers: {server_count} servers in all; at most {bounds.SERVERS} "
+            "(sim/common/bounds.py)"
+        )
+    if len(table["models"]) > bounds.MODELS:
+        raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
@@ -337,31 +361,13 @@ def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, .
                 )
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read: {err}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"{path}: invalid TOML: {err}") from None
-
-
-def default_table() -> dict:
-    text = resources.files("sim").joinpath("defaults/cluster.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
 def load_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
     """The configuration in `path` laid over the defaults (the defaults alone when None),
     then the hardware numbers of the `profile` laid over that (`sim.profile`)."""
-    table = default_table()
+    table = default_cluster()
     if path is not None:
         path = Path(path)
-        user = _read_toml(path)
+        user = read_toml(path)
         try:
             table = _merge(table, user)
             config = _build(table)

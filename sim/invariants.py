@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.common.tiers import CACHE_TIERS
 from sim.results.request_table import STATUSES
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _check_gpus(sim: "Simulation", server) -> None:
 
 
 def _check_caches(sim: "Simulation", server) -> None:
-    for tier in ("dram", "ssd"):
+    for tier in CACHE_TIERS:
         cache = server.cache(tier)
         held = sum(cache._entries.values())
         if held != cache.used or cache.used > cache.capacity:

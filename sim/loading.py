@@ -10,19 +10,20 @@ passed through: DRAM for an SSD load, SSD and DRAM for a remote one (space permi
 
 from collections.abc import Callable
 
+from sim.common.tiers import Tier
 from sim.config import ModelSpec
 from sim.server import Server
 
 # The shared links a load from each tier crosses (the PCIe lanes are the load's own cap).
-LINKS = {"dram": (), "ssd": ("ssd",), "remote": ("network",)}
+LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
 
 
-def fastest_tier(server: Server, model: str) -> str:
+def fastest_tier(server: Server, model: str) -> Tier:
     if model in server.dram:
-        return "dram"
+        return Tier.DRAM
     if model in server.ssd:
-        return "ssd"
-    return "remote"
+        return Tier.SSD
+    return Tier.REMOTE
 
 
 class CheckpointLoad:
@@ -31,7 +32,7 @@ class CheckpointLoad:
         self.model = model
         self.tier = fastest_tier(server, model.name)
         self.cap = gpus * server.group.pcie
-        if self.tier != "remote":
+        if self.tier != Tier.REMOTE:
             source = server.cache(self.tier)
             source.touch(model.name)
             source.pin(model.name)
@@ -52,9 +53,9 @@ class CheckpointLoad:
 
     def _install(self) -> None:
         name, size = self.model.name, self.model.weights
-        if self.tier != "remote":
+        if self.tier != Tier.REMOTE:
             self.server.cache(self.tier).unpin(name)
             self.server.reading[self.tier, name] -= 1
-        if self.tier == "remote":
+        if self.tier == Tier.REMOTE:
             self.server.ssd.admit(name, size)
         self.server.dram.admit(name, size)

@@ -31,11 +31,11 @@ the parameters, so its rate falls with them); the migration rounds take the fixe
 """
 
 import hashlib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.common.errors import InputError
+from sim.common.user_files import BOM, parse_json, read_bytes
 
 if TYPE_CHECKING:
     from sim.config import ClusterConfig
@@ -131,15 +131,10 @@ def parse(document: Any) -> dict[str, float]:
 
 def read_profile(path: Path) -> tuple[dict[str, float], str]:
     """The derived parameters in `path` and the file's SHA-256; errors name the file."""
+    data = read_bytes(path)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err}") from None
-    try:
-        document = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        document = parse_json(data.decode("utf-8").removeprefix(BOM))
+    except (ValueError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: invalid JSON: {err}") from None
     try:
         return parse(document), hashlib.sha256(data).hexdigest()

@@ -1,34 +1,25 @@
-"""A progress bar on stderr for long runs; silent when stderr is not a terminal."""
+"""A progress bar on stderr for long runs (tqdm: count, rate and time left). Callers make
+one only when stderr is a terminal, so piped and logged output stays clean."""
 
 import sys
-import time
+
+from tqdm import tqdm
 
 
 class ProgressBar:
-    def __init__(self, label: str, width: int = 30, unit: str = "requests") -> None:
+    """Called as `bar(done, total)` by the simulator or a sweep as work completes."""
+
+    def __init__(self, label: str, unit: str = "requests") -> None:
         self._label = label
         self._unit = unit
-        self._width = width
-        self._first: tuple[int, float] | None = None  # the rate counts from the first call
-        self._last_draw = 0.0
+        self._bar: tqdm | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if self._first is None:
-            self._first = (done, now)
-        elif done < total and now - self._last_draw < 0.2:
-            return
-        self._last_draw = now
-        filled = self._width * done // max(total, 1)
-        line = (
-            f"\r{self._label} [{'#' * filled}{'.' * (self._width - filled)}] "
-            f"{done}/{total} {self._unit}"
-        )
-        since, then = self._first
-        if done > since:
-            rate = (done - since) / max(now - then, 1e-9)
-            line += f", {rate:,.0f}/s" if rate >= 10 else f", {rate:.2f}/s"
-        sys.stderr.write(line)
+        if self._bar is None:
+            self._bar = tqdm(
+                total=total, desc=self._label, unit=f" {self._unit}", file=sys.stderr,
+                mininterval=0.2, dynamic_ncols=True, leave=True,
+            )  # fmt: skip
+        self._bar.update(done - self._bar.n)
         if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            self._bar.close()

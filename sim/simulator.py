@@ -28,6 +28,7 @@ from policies import get_policy
 from policies.base import Request, Start
 from sim.clock import Clock
 from sim.cluster import Cluster
+from sim.common.tiers import LOAD_TIERS
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
@@ -70,7 +71,7 @@ class Simulation:
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
         self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
-        self.loads_by_tier = {"dram": 0, "ssd": 0, "remote": 0}
+        self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0

@@ -96,6 +96,18 @@ def simulate(
     return sim
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `cuda` skip where torch sees no GPU."""
+    marked = [item for item in items if item.get_closest_marker("cuda")]
+    if not marked:
+        return
+    import torch  # here, not above: most runs of the suite's simulator tests never need it
+
+    if not torch.cuda.is_available():
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent

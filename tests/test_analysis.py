@@ -121,7 +121,7 @@ def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
     [
         (["missing"], "missing: no such directory"),
         (["empty"], "empty: no run directories (with a summary.json) found"),
-        (["SWEEP", "-o", "mine"], "mine: exists and is not a report directory"),
+        (["SWEEP", "-o", "mine"], "mine: exists and is not a thaw report directory"),
         (["SWEEP", "--slo", "0"], "--slo: expected a positive number"),
     ],
 )

@@ -63,6 +63,22 @@ WHERE = {
     "checkpoint-overlapping-tensors": "overlap",
     "checkpoint-truncated-blob": "tensors.bin: truncated",
     "checkpoint-unknown-dtype": "unknown dtype 'float7'",
+    # Hostile and careless input: beyond every bound, nested, duplicated, not a file.
+    "config-billion-servers.toml": "servers[0].count: expected at most 100000",
+    "config-infinite-dram.toml": "servers[0].dram: expected a finite size",
+    "config-huge-batch.toml": "models.m.max_batch: expected at most",
+    "config-startup-beyond-the-clock.toml": "instance_startup_s: expected a number from 0 to",
+    "config-tiny-bandwidth.toml": "servers[0].network: expected a bandwidth from",
+    "config-nested-deeply.toml": "invalid TOML: nested too deeply",
+    "trace-tokens-beyond-2-63.csv": "line 3: input_tokens must be an integer >= 1 and <=",
+    "trace-arrival-beyond-the-clock.csv": "line 3: arrival_s must be a number >= 0 and <=",
+    "trace-microsecond-stamps-as-seconds.csv": "line 2: arrived_at must be a number",
+    "trace-duplicated-column.csv": "line 1: column 'model' appears twice",
+    "trace-functions-2019-minute-twice.csv": "line 1: column '2' appears twice",
+    "profile-duplicate-key.json": "duplicate key 'version'",
+    "profile-nested-deeply.json": "nested too deeply",
+    "checkpoint-blob-is-a-directory": "tensors.bin: is a directory",
+    "checkpoint-index-with-nan": "NaN is not a JSON number",
 }
 FLAG = {"trace": "--trace", "config": "--cluster", "profile": "--profile"}
 

@@ -78,6 +78,38 @@ def _missing_blob(path):
     os.remove(path / BLOB_NAME)
 
 
+def _blob_is_a_directory(path):
+    os.remove(path / BLOB_NAME)
+    os.mkdir(path / BLOB_NAME)
+
+
+def _blob_is_a_fifo(path):
+    os.remove(path / BLOB_NAME)
+    os.mkfifo(path / BLOB_NAME)
+
+
+def _index_is_a_fifo(path):
+    os.remove(path / INDEX_NAME)
+    os.mkfifo(path / INDEX_NAME)
+
+
+def _index_nested_deeply(path):
+    (path / INDEX_NAME).write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _index_not_utf8(path):
+    (path / INDEX_NAME).write_bytes(b'{"format": "\xff"}')
+
+
+def _huge_alignment(path):
+    _edit_index(path, lambda doc: doc.update(alignment=2**40, total_bytes=2**40))
+
+
+def _nan_in_index(path):
+    text = (path / INDEX_NAME).read_text()
+    (path / INDEX_NAME).write_text(text.replace('"alignment": 4096', '"alignment": NaN'))
+
+
 CORRUPTIONS = {
     "truncated blob": (_truncate, "truncated"),
     "blob too long": (_extend, "too long"),
@@ -90,7 +122,14 @@ CORRUPTIONS = {
     "shape mismatch": (_shape_mismatch, "does not match shape"),
     "duplicate name": (_duplicate_name, "duplicate key"),
     "wrong version": (_wrong_version, "unsupported format version 99"),
-    "missing blob": (_missing_blob, "cannot open"),
+    "missing blob": (_missing_blob, "tensors.bin: no such file"),
+    "blob is a directory": (_blob_is_a_directory, "tensors.bin: is a directory"),
+    "blob is a FIFO": (_blob_is_a_fifo, "tensors.bin: not a regular file"),
+    "index is a FIFO": (_index_is_a_fifo, "index.json: not a regular file"),
+    "index nested deeply": (_index_nested_deeply, "nested too deeply"),
+    "index not UTF-8": (_index_not_utf8, "index.json: not UTF-8 text"),
+    "huge alignment": (_huge_alignment, "is not a power of two from 8 to"),
+    "NaN in the index": (_nan_in_index, "NaN is not a JSON number"),
 }
 
 

@@ -114,8 +114,15 @@ def test_a_rewrite_replaces_a_checkpoint_but_nothing_else(tmp_path):
     write(tmp_path, llama_like(layers=2))
     assert len(calibration.load(path)) == len(llama_like(layers=2))
     (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "index.json").write_text("{}")  # looks like one: is not ours
+    (tmp_path / "mine" / "tensors.bin").write_bytes(b"precious")
     with pytest.raises(calibration.CheckpointError, match="not a thaw checkpoint"):
         write(tmp_path, llama_like(), name="mine")
+    assert (tmp_path / "mine" / "tensors.bin").read_bytes() == b"precious"
+    (path / "notes.txt").write_text("added by the user")
+    with pytest.raises(calibration.CheckpointError, match="not a thaw checkpoint"):
+        write(tmp_path, llama_like(), name="ckpt")
+    assert (path / "notes.txt").exists()
 
 
 def _sharded(directory, tensors):

@@ -43,7 +43,7 @@ def test_a_default_run_writes_a_complete_run_directory(tmp_path):
     assert len(requests) == 8819 and (requests["status"] == "done").all()
     parts = requests[["queue_s", "startup_s", "prefill_s"]].sum(axis=1)
     assert (parts - requests["ttft_s"]).abs().max() < 1e-9
-    files = ["config.toml", "instances.parquet", "requests.parquet", "summary.json"]
+    files = [".thaw-output", "config.toml", "instances.parquet", "requests.parquet", "summary.json"]
     assert sorted(p.name for p in out.iterdir()) == files
 
 

@@ -18,6 +18,7 @@ def assert_complete_or_absent(out):
     if not out.exists():
         return
     assert sorted(p.name for p in out.iterdir()) == [
+        ".thaw-output",
         "config.toml",
         "instances.parquet",
         "requests.parquet",

@@ -247,10 +247,7 @@ def test_slabs_return_only_once_their_copy_event_has_fired():
     assert copies.finished(wait_for_one=True) == []
 
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-
-
-@cuda
+@pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["direct", "buffered"])
 def test_cuda_load_is_bit_identical(tmp_path, mode):
     tensors = every_dtype() | llama_like()
@@ -260,7 +257,7 @@ def test_cuda_load_is_bit_identical(tmp_path, mode):
     assert all(same_bits(loaded[name], tensors[name]) for name in tensors)
 
 
-@cuda
+@pytest.mark.cuda
 def test_cuda_load_reuses_a_device_buffer_and_catches_corruption(tmp_path):
     tensors = llama_like()
     path = write(tmp_path, tensors)

@@ -129,7 +129,7 @@ def test_cuda_without_a_gpu_is_refused(tmp_path):
     assert result.returncode == 2 and "no CUDA device" in result.stderr
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.cuda
 def test_a_cuda_calibration_measures_pinned_copies(tmp_path):
     out = tmp_path / "cuda.json"
     result = measure("--device", "cuda", "--quick", "--dir", str(tmp_path), "--out", str(out),

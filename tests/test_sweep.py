@@ -16,10 +16,11 @@ import traces
 from sim.api import replay
 from sim.cli import main
 from sim.common import seeds
+from sim.common.errors import InputError
 from sim.config import load_config
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import run_sweep
-from sim.sweep.grid import load_sweep
+from sim.sweep.grid import RunPoint, load_sweep
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 
@@ -193,3 +194,28 @@ def test_ray_and_local_backends_write_the_same_runs(tmp_path, local_ray):
         )
     again = run_sweep(load_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
     assert (again.ran, again.skipped) == (0, 8)
+
+
+def test_run_names_are_unique_even_when_labels_hold_the_separator(tmp_path):
+    one = RunPoint("random", "a", "", 1.0, "b-x1-c", None, 0)
+    two = RunPoint("random", "a-x1-b", "", 1.0, "c", None, 0)
+    assert one.name != two.name
+    assert one.name == "random-a-x1-b%2Dx1%2Dc-seed0"
+    assert RunPoint("random", "t", "", 1e-5, "c", None, 0).name == "random-t-x1e%2D05-c-seed0"
+
+
+@pytest.mark.parametrize(
+    ("traces", "expected"),
+    [
+        ("a/t.csv,b/T.csv", "have the same name 'T'"),
+        ("a/t.csv,./a/t.csv", "the same file is listed twice"),
+    ],
+)
+def test_traces_that_would_share_run_directories_are_refused(tmp_path, monkeypatch, traces,
+                                                              expected):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    for sub, name in (("a", "t.csv"), ("b", "T.csv")):
+        (tmp_path / sub).mkdir()
+        trace_head(tmp_path, 5).rename(tmp_path / sub / name)
+    with pytest.raises(InputError, match=expected):
+        load_sweep(None, {"traces": traces.split(",")})

@@ -111,7 +111,7 @@ def test_a_destination_that_cannot_load_reports_why(tmp_path):
     assert kind == "error" and "missing" in body
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.cuda
 def test_migration_onto_a_gpu_continues_identically(tmp_path):
     """Source on the first GPU, destination on the last (the same one where there is one)."""
     model = Transformer.random(CONFIG, seed=11, device="cuda:0")

@@ -12,6 +12,7 @@ import pytest
 
 import traces
 from sim.cli import main as sim_main
+from sim.common import seeds
 from traces.catalog import default_models
 from traces.cli import main
 
@@ -59,8 +60,8 @@ def test_stats_and_convert_round_trip(tmp_path, capsys, path):
         assert again["format"] == "canonical"
         for key in ("rows", "duration_s", "mean_rps", "models", "input_tokens"):
             assert again[key] == pytest.approx(stats[key], rel=1e-12)
-        original = traces.load(path, MODELS, traces.seeded(0))
-        converted = traces.load(out, MODELS, traces.seeded(0))
+        original = traces.load(path, MODELS, seeds.rng(0, "trace"))
+        converted = traces.load(out, MODELS, seeds.rng(0, "trace"))
         assert_same_trace(original, converted)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.parquet"]
 
@@ -124,7 +125,7 @@ def test_sim_run_replays_every_format(tmp_path, capsys, path, repo_root):
     out = tmp_path / "run"
     run(sim_main, ["run", "--trace", trace, "--out", out, "--quiet"], capsys)
     requests = pd.read_parquet(out / "requests.parquet")
-    expected = traces.load(trace, default_models(), traces.seeded(0))
+    expected = traces.load(trace, default_models(), seeds.rng(0, "trace"))
     assert requests["arrival_s"].tolist() == expected["arrival_s"].tolist()
     assert (requests["status"] == "done").all()
 

@@ -33,7 +33,8 @@ CASES = {
     "empty tokens": (LLM24 + "2024-05-10 00:00:01+00:00,,1\n",
                      "line 3: ContextTokens must be an integer >= 1, got ''"),
     "NaN tokens": (PROC + "1.0,nan,3\n", "line 3: num_prefill_tokens must be an integer >= 1"),
-    "NaN arrival": (CANON + "NaN,m0,1,1\n", "line 3: arrival_s must be a number >= 0, got nan"),
+    "NaN arrival": (CANON + "NaN,m0,1,1\n", "line 3: arrival_s must be a number >= 0 and <= "
+                    "1e+10, got nan"),
     "non-numeric arrival": (PROC + "soon,1,1\n", "line 3: arrived_at must be a number >= 0"),
     "empty model": (CANON + "1,,1,1\n", "line 3: model is empty"),
     "empty duration": (F21 + "a,f,11,\n", "line 3: duration must be a number >= 0, got ''"),
@@ -41,9 +42,18 @@ CASES = {
     "ragged row": (CANON + "1,m0,1,1,1\n", "line 3: expected 4 fields, saw 5"),
     # zero or negative tokens, negative counts and durations
     "zero tokens": (LLM23 + "2023-11-16 18:17:04.0,0,1", "line 3: ContextTokens must be an "
-                    "integer >= 1, got 0"),
+                    "integer >= 1 and <= 100000000000, got 0"),
     "negative tokens": (MM25 + "2025-05-20T00:00:01Z,0,5,-3\n",
-                        "line 3: GeneratedTokens must be an integer >= 1, got -3"),
+                        "line 3: GeneratedTokens must be an integer >= 1 and <= 100000000000, "
+                        "got -3"),
+    # beyond the bounds: a 64-bit overflow, a time no clock holds, an unsigned wrap
+    "tokens of 2^63": (CANON + "1,m0,9223372036854775808,1\n", "line 3: input_tokens must be "
+                       "an integer >= 1 and <= 100000000000, got 9.223372036854776e+18"),
+    "arrival of 1e308": (CANON + "1e308,m0,1,1\n", "line 3: arrival_s must be a number >= 0 "
+                         "and <= 1e+10, got 1e+308"),
+    "microsecond stamps as seconds": (PROC + "1700000000000000,1,1\n", "line 3: arrived_at"),
+    "images of 2^64 - 1": (MM25 + "2025-05-20T00:00:01Z,18446744073709551615,5,5\n",
+                           "line 3: NumImages"),
     "fractional tokens": (CANON + "1,m0,1.5,1\n", "line 3: input_tokens must be an integer"),
     "negative images": (MM25 + "2025-05-20T00:00:01Z,-1,5,5\n", "line 3: NumImages"),
     "negative count": (F19 + "o,a,g,http,0,-4\n", "line 3: minute 2 must be an invocation "
@@ -154,7 +164,10 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
         (["stats", "t.csv", "--cluster", "c.toml"], "c.toml: models: expected a non-empty"),
         (["stats", "t.csv", "--seed", "-2"], "--seed: expected a non-negative integer"),
         (["stats", "t.csv", "--format", "nope"], "--format: invalid choice"),
-        (["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"], "--rate: expected a pos"),
+        (
+            ["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"],
+            "--rate: expected a number > 0",
+        ),
         (["generate", "--rate", "1e-9", "--duration", "1", "-o", "g.csv"], "no requests"),
         (["stats", "t.csv", "--window", "100:200"], "t.csv: no requests (after --window"),
     ],

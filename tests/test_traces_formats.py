@@ -137,10 +137,3 @@ def test_forcing_a_format_overrides_detection():
         DATA / "azure-llm-2023.csv", MODELS, np.random.default_rng(0), fmt="azure-llm-2024"
     )
     assert trace.format == "azure-llm-2024" and len(trace.frame) == 4
-
-
-def test_the_seeded_trace_stream_is_the_simulators():
-    from sim.common import seeds
-
-    ours, theirs = traces.seeded(7), seeds.rng(7, "trace")
-    assert ours.random(4).tolist() == theirs.random(4).tolist()

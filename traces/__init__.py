@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sim.common.user_files import check_regular_file
 from traces import transform
 from traces.azure_llm import COLUMNS as AZURE_LLM_COLUMNS
 from traces.azure_llm import MULTIMODAL_COLUMNS, read_azure_llm, read_azure_multimodal
 from traces.canonical import REQUIRED as CANONICAL_COLUMNS
 from traces.canonical import read_canonical
-from traces.csv_file import check_text, header
+from traces.csv_file import check_text, header, require_columns
 from traces.errors import TraceError, is_parquet, where
 from traces.functions_2019 import KEYS as FUNCTIONS_2019_COLUMNS
 from traces.functions_2019 import read_functions_2019
@@ -44,7 +45,6 @@ __all__ = [
     "detect_format",
     "load",
     "read",
-    "seeded",
 ]
 
 Reader = Callable[[Path, Options, np.random.Generator], pd.DataFrame]
@@ -82,13 +82,6 @@ class Trace:
     format: str
     out_of_order: int | None  # rows before the row above them; None where rows are not
     notes: dict = field(default_factory=dict)  # format-specific facts (functions, ...)
-
-
-def seeded(seed: int) -> np.random.Generator:
-    """The generator for a trace's draws: the simulator's "trace" stream (sim/common/seeds.py), so
-    `python -m traces convert --seed N` writes the workload `python -m sim run --seed N`
-    replays from the same file."""
-    return np.random.default_rng([0, seed])
 
 
 def default_trace() -> Path:
@@ -134,10 +127,12 @@ def reference_tokens(path: Path | None) -> pd.DataFrame:
 
 
 def _read_rows(path: Path, fmt: str | None, options: Options, rng: np.random.Generator):
-    if not path.is_file():
-        raise TraceError(f"{path}: no such file")
+    check_regular_file(path, TraceError)
     if fmt is not None and fmt not in FORMATS:
         raise TraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
+    if fmt is not None and not is_parquet(path):  # a forced format the header must have
+        check_text(path)
+        require_columns(header(path), FORMATS[fmt].columns, path)
     return FORMATS[fmt or detect_format(path)].reader(path, options, rng)
 
 
@@ -152,7 +147,8 @@ def read(
     """The canonical trace in `path`, sorted by arrival (stably), models checked."""
     path, options = Path(path), options or Options()
     fmt = fmt or options.format
-    name = fmt or (detect_format(path) if path.is_file() else None)
+    check_regular_file(path, TraceError)
+    name = fmt or detect_format(path)
     frame = _read_rows(path, name, options, rng)
     notes, frame.attrs = dict(frame.attrs), {}
     named = "model" in frame

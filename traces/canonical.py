@@ -12,9 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sim.common import bounds
 from traces.columns import counts, numbers
 from traces.csv_file import Column, read_columns, require_columns
-from traces.errors import TraceError, is_parquet, where
+from traces.errors import TraceError, is_parquet, shown, where
 from traces.labels import categorical
 
 REQUIRED = ["arrival_s", "model", "input_tokens", "output_tokens"]
@@ -58,6 +59,12 @@ def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
         column = column.cast(pa.string()).dictionary_encode()
     encoded = column.unify_dictionaries().combine_chunks()
     names = [str(n).strip() for n in encoded.dictionary.to_pylist()]
+    for name in names:
+        if len(name) > bounds.FIELD_CHARS:
+            raise TraceError(
+                f"{path}: model name {shown(name)} is longer than {bounds.FIELD_CHARS} "
+                "characters (sim/common/bounds.py)"
+            )
     indices = encoded.indices.fill_null(len(names)).to_numpy()  # null: the "" name below
     model = categorical(indices, [*names, ""])
     empty = np.asarray(model == "")

@@ -2,36 +2,23 @@
 
 `--models a,b,c` lists the models; `--cluster FILE.toml` takes the keys of its `[models]`
 table (in file order: the first is the most popular) and its `workload.zipf_exponent`;
-otherwise the simulator's defaults (`sim/defaults/cluster.toml`, read as data: traces
-imports no simulator code). So a converted trace is the workload `python -m sim run` would
-build from the same file, cluster and seed.
+otherwise the simulator's defaults (`sim/defaults/cluster.toml`, read as data through
+`sim.common.toml_file`: traces imports no simulator code). So a converted trace is the
+workload `python -m sim run` would build from the same file, cluster and seed.
 """
 
-import tomllib
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
+from sim.common.toml_file import DEFAULT_CLUSTER, default_cluster, read_toml
 from traces.errors import TraceError
-
-DEFAULTS = "sim/defaults/cluster.toml"
-
-
-def _toml(text: str, where: str) -> dict:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise TraceError(f"{where}: not valid TOML: {' '.join(str(err).split())}") from None
 
 
 def _sources(cluster: Path | None) -> Iterator[tuple[dict, str]]:
     """The cluster file's table, then the defaults'."""
     if cluster is not None:
-        if not cluster.is_file():
-            raise TraceError(f"{cluster}: no such file")
-        yield _toml(cluster.read_text(encoding="utf-8"), str(cluster)), str(cluster)
-    text = resources.files("sim").joinpath("defaults/cluster.toml").read_text()
-    yield _toml(text, DEFAULTS), DEFAULTS
+        yield read_toml(cluster), str(cluster)
+    yield default_cluster(), DEFAULT_CLUSTER
 
 
 def default_models() -> list[str]:
@@ -50,7 +37,7 @@ def catalog(models: str | None, cluster: Path | None) -> list[str]:
             if not isinstance(found, dict) or not found:
                 raise TraceError(f"{where}: models: expected a non-empty table of models")
             return list(found)
-    raise TraceError(f"{DEFAULTS}: has no models")
+    raise TraceError(f"{DEFAULT_CLUSTER}: has no models")
 
 
 def zipf_exponent(zipf: float | None, cluster: Path | None) -> float:

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 import traces
+from sim.common import bounds, seeds
 from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 from traces import transform
 from traces.catalog import catalog, zipf_exponent
 from traces.generate import synthesize
-from traces.options import add_trace_options, non_negative, positive, trace_options
+from traces.options import add_trace_options, between, trace_options, up_to
 from traces.stats import render, statistics
 from traces.writer import write_canonical
 
@@ -22,8 +23,10 @@ def _count(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= bounds.REQUESTS:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer up to {bounds.REQUESTS}, got {text!r}"
+        )
     return value
 
 
@@ -44,7 +47,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--zipf",
-        type=non_negative,
+        type=between(0, bounds.ZIPF),
         default=None,
         help="Zipf exponent of model popularity (default: the cluster's, else 1)",
     )
@@ -69,9 +72,11 @@ def _parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser("generate", help="write a synthetic trace")
     generate.add_argument("-o", "--out", type=Path, required=True, help="OUT.csv or OUT.parquet")
-    generate.add_argument("--rate", type=positive, required=True, help="requests per second")
+    generate.add_argument(
+        "--rate", type=up_to(bounds.REQUESTS), required=True, help="requests per second"
+    )
     size = generate.add_mutually_exclusive_group(required=True)
-    size.add_argument("--duration", type=positive, help="seconds of arrivals")
+    size.add_argument("--duration", type=up_to(bounds.SECONDS), help="seconds of arrivals")
     size.add_argument("--requests", type=_count, help="number of requests")
     generate.add_argument(
         "--arrivals",
@@ -85,14 +90,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(args: argparse.Namespace) -> traces.Trace:
-    rng = traces.seeded(args.seed)
+    rng = seeds.rng(args.seed, "trace")
     models = catalog(args.models, args.cluster)
     zipf = zipf_exponent(args.zipf, args.cluster)
     return traces.read(args.trace, models, rng, zipf, options=trace_options(args))
 
 
 def _generate(args: argparse.Namespace) -> traces.Trace:
-    rng = traces.seeded(args.seed)
+    if args.duration is not None and args.rate * args.duration > bounds.REQUESTS:
+        raise traces.TraceError(
+            f"--rate x --duration: {args.rate * args.duration:g} requests; at most "
+            f"{bounds.REQUESTS} (sim/common/bounds.py)"
+        )
+    rng = seeds.rng(args.seed, "trace")
     options = trace_options(args)
     frame = synthesize(
         rng,

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from sim.common import bounds
 from traces.errors import TraceError, where
 
 
@@ -16,7 +17,8 @@ def first_bad(bad: np.ndarray, values: np.ndarray, column: str, path: Path, want
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         value = values[row].item()
-        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        exact = isinstance(value, float) and value.is_integer() and abs(value) < 2**53
+        shown = int(value) if exact else value
         raise TraceError(f"{path}: {where(path, row)}: {column} must be {want}, got {shown!r}")
 
 
@@ -27,28 +29,39 @@ def _floats(column: pa.ChunkedArray | pa.Array, name: str, path: Path) -> np.nda
     return column.to_numpy().astype(np.float64, copy=False)
 
 
-def numbers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: float) -> np.ndarray:
-    """Finite float64 values >= minimum."""
+def numbers(
+    column: pa.ChunkedArray,
+    name: str,
+    path: Path,
+    *,
+    minimum: float,
+    maximum: float = bounds.SECONDS,
+) -> np.ndarray:
+    """Finite float64 values from minimum to maximum (by default, times in seconds: see
+    `sim.common.bounds`)."""
     values = _floats(column, name, path)
-    first_bad(
-        ~np.isfinite(values) | ~(values >= minimum), values, name, path, f"a number >= {minimum:g}"
-    )
+    bad = ~np.isfinite(values) | ~(values >= minimum) | ~(values <= maximum)
+    first_bad(bad, values, name, path, f"a number >= {minimum:g} and <= {maximum:g}")
     return values
 
 
-def integers(column: pa.ChunkedArray, name: str, path: Path, *, minimum: int) -> np.ndarray:
-    """Whole numbers >= minimum as int64 (token counts: 1; invocation counts: 0). An integer
-    column is checked as it is; a float one (lenient formats accept `12.0`) must be whole."""
+def integers(
+    column: pa.ChunkedArray, name: str, path: Path, *, minimum: int, maximum: int = bounds.COUNT
+) -> np.ndarray:
+    """Whole numbers from minimum to maximum as int64 (token counts: 1; invocation counts:
+    0). An integer column is checked as it is (unsigned ones too, before any conversion
+    could wrap them); a float one (lenient formats accept `12.0`) must be whole."""
+    want = f"an integer >= {minimum} and <= {maximum}"
     if pa.types.is_integer(column.type) and not column.null_count:
-        values = column.to_numpy().astype(np.int64, copy=False)
-        first_bad(values < minimum, values, name, path, f"an integer >= {minimum}")
-        return values
+        values = column.to_numpy()
+        first_bad((values < minimum) | (values > maximum), values, name, path, want)
+        return values.astype(np.int64, copy=False)
     values = _floats(column, name, path)
-    bad = ~np.isfinite(values) | (values < minimum) | (values != np.floor(values))
-    first_bad(bad, values, name, path, f"an integer >= {minimum}")
+    bad = ~np.isfinite(values) | ~(values >= minimum) | ~(values <= maximum)
+    first_bad(bad | (values != np.floor(values)), values, name, path, want)
     return values.astype(np.int64)
 
 
 def counts(column: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
-    """Token counts: integers >= 1."""
-    return integers(column, name, path, minimum=1)
+    """Token counts: integers from 1 to `bounds.TOKENS`."""
+    return integers(column, name, path, minimum=1, maximum=bounds.TOKENS)

@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from traces.errors import TraceError, line_of
+from sim.common import bounds
+from sim.common.user_files import check_regular_file
+from traces.errors import TraceError, line_of, shown
 
 SNIFF_BYTES = 1 << 16
 
@@ -31,9 +33,9 @@ class Column:
 
 
 def check_text(path: Path) -> None:
-    """Refuse a missing, empty or binary file before any parser sees it."""
-    if not path.is_file():
-        raise TraceError(f"{path}: no such file")
+    """Refuse a missing, empty or binary file (or a directory, a FIFO, a device) before any
+    parser sees it."""
+    check_regular_file(path, TraceError)
     with path.open("rb") as handle:
         start = handle.read(SNIFF_BYTES)
     if not start.strip():
@@ -50,10 +52,17 @@ def check_text(path: Path) -> None:
 
 
 def header(path: Path) -> list[str]:
-    """The column names on the first line (for format detection)."""
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
-        first = handle.readline()
-    return [name.strip() for name in next(csv.reader([first.strip()]), [])]
+    """The column names on the first line, stripped of spaces and of the byte-order mark
+    spreadsheets write; a name given twice is refused (which of the two would count?)."""
+    with path.open("r", encoding="utf-8-sig", errors="replace", newline="") as handle:
+        first = handle.readline(bounds.FIELD_CHARS * 1024)
+    names = [name.strip() for name in next(csv.reader([first.strip()]), [])]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise TraceError(f"{path}: line 1: column {shown(name)} appears twice")
+        seen.add(name)
+    return names
 
 
 def require_columns(present: list[str], wanted: list[str], path: Path) -> None:
@@ -66,9 +75,11 @@ def require_columns(present: list[str], wanted: list[str], path: Path) -> None:
 
 
 def _read(path: Path, types: dict[str, pa.DataType]) -> pa.Table:
+    """The columns `types` names, by the stripped names of `header` (so a byte-order mark
+    or a space after a name in the file does not hide a column)."""
     return pacsv.open_csv(
         path,
-        read_options=pacsv.ReadOptions(block_size=1 << 22),
+        read_options=pacsv.ReadOptions(block_size=1 << 22, column_names=header(path), skip_rows=1),
         parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
         convert_options=pacsv.ConvertOptions(
             column_types=types,
@@ -135,7 +146,7 @@ def _locate(path: Path, columns: list[Column], err: Exception) -> TraceError:
         if row is not None:
             return TraceError(
                 f"{path}: line {line_of(row)}: {column.name} must be {column.want}, "
-                f"got {strings[row].as_py()!r}"
+                f"got {shown(strings[row].as_py())}"
             )
     return TraceError(f"{path}: {' '.join(str(err).split())}")
 

@@ -22,3 +22,10 @@ def is_parquet(path: Path) -> bool:
 def where(path: Path, row: int) -> str:
     """How a message points at data row `row`: a line in a CSV file, a row in Parquet."""
     return f"row {row}" if is_parquet(path) else f"line {line_of(row)}"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """`value` as a message shows it: its repr, cut to `limit` characters (a field of
+    megabytes is not quoted whole)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]} (cut)"

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from sim.common import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, check_text, header, read_columns
 from traces.errors import TraceError, line_of
@@ -78,6 +79,12 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     keys = [Column(k, pa.string(), "text") for k in KEYS[:3]]
     table = read_columns(path, keys + [Column(n, pa.int32(), _COUNT) for n in names])
     raw = _counts(table, names, path)
+    expected = float(raw.sum(dtype=np.float64)) * options.scale
+    if expected > bounds.REQUESTS:
+        raise TraceError(
+            f"{path}: {expected:g} invocations (after --scale); at most {bounds.REQUESTS} "
+            "requests (sim/common/bounds.py)"
+        )
     function, arrival = place(
         _scaled(raw, options.scale, rng), starts, options.placement, options.cv, rng
     )
@@ -112,7 +119,7 @@ def _companion(path: Path, key: list[str], value: str, want: str) -> pd.DataFram
         path, [*(Column(k, pa.string(), "text") for k in key), Column(value, pa.float64(), want)]
     )
     frame = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in key})
-    frame[value] = numbers(table[value], value, path, minimum=0.0)
+    frame[value] = numbers(table[value], value, path, minimum=0.0, maximum=bounds.COUNT)
     return frame
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from sim.common import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, read_columns
 from traces.options import Options
@@ -37,7 +38,7 @@ def read_functions_2021(path: Path, options: Options, rng: np.random.Generator) 
             Column("duration", pa.float64(), "a number >= 0"),
         ],
     )
-    end = numbers(table["end_timestamp"], "end_timestamp", path, minimum=-np.inf)
+    end = numbers(table["end_timestamp"], "end_timestamp", path, minimum=-bounds.SECONDS)
     duration = numbers(table["duration"], "duration", path, minimum=0.0)
     arrival = end - duration
     app, _ = _codes(table["app"])

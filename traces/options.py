@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sim.common import bounds
 from traces.mapping import MAPPINGS
 from traces.placement import PLACEMENTS
 from traces.tokens import check_spec
@@ -40,20 +41,29 @@ def _number(text: str, accept: Callable[[float], bool], want: str) -> float:
     return value
 
 
-def positive(text: str) -> float:
-    return _number(text, lambda v: v > 0, "a positive number")
+def up_to(high: float, low: float = 0.0) -> Callable[[str], float]:
+    """A parser of numbers in (low, high] (sim/common/bounds.py says why `high`)."""
+    return lambda text: _number(
+        text, lambda v: low < v <= high, f"a number > {low:g} and <= {high:g}"
+    )
 
 
-def non_negative(text: str) -> float:
-    return _number(text, lambda v: v >= 0, "a number >= 0")
+def between(low: float, high: float) -> Callable[[str], float]:
+    """A parser of numbers in [low, high]."""
+    return lambda text: _number(text, lambda v: low <= v <= high, f"{low:g} to {high:g}")
 
 
 def _fraction(text: str) -> float:
     return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
-def _at_least_one(text: str) -> float:
-    return _number(text, lambda v: v >= 1, "a number >= 1")
+def _replicate(text: str) -> float:
+    return _number(text, lambda v: 1 <= v <= bounds.REPLICATE, f"1 to {bounds.REPLICATE}")
+
+
+def _compress(text: str) -> float:
+    low, high = 1 / bounds.SCALE, bounds.SCALE
+    return _number(text, lambda v: low <= v <= high, f"a number from {low:g} to {high:g}")
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -62,6 +72,8 @@ def _window(text: str) -> tuple[float, float]:
         window = (float(start or 0), float(end) if end else float("inf"))
     except ValueError:
         window = (float("nan"), 0.0)
+    if window[0] > bounds.SECONDS or bounds.SECONDS < window[1] < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds up to {bounds.SECONDS:g}: {text!r}")
     if not sep or not 0 <= window[0] < window[1]:
         raise argparse.ArgumentTypeError(f"expected START:END seconds, 0 <= START < END: {text!r}")
     return window
@@ -118,7 +130,12 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
             default=None,
             help="Azure Functions 2019 memory file, either layout (checked; summarised)",
         )
-    add("--cv", type=positive, default=1.0, help="inter-arrival CV of gamma arrivals (default: 1)")
+    add(
+        "--cv",
+        type=up_to(bounds.CV),
+        default=1.0,
+        help="inter-arrival CV of gamma arrivals (default: 1)",
+    )
     add(
         "--tokens",
         type=_tokens,
@@ -129,7 +146,7 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
     )
     add(
         "--scale",
-        type=positive,
+        type=up_to(bounds.SCALE),
         default=1.0,
         help="rate factor: multiplies the minute counts of Functions 2019; elsewhere "
         "thins (< 1) or replicates (> 1) (default: 1)",
@@ -143,7 +160,7 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
     )
     add(
         "--compress",
-        type=positive,
+        type=_compress,
         default=1.0,
         help="divide arrival times by this factor (default: 1)",
     )
@@ -155,7 +172,7 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
     )
     add(
         "--replicate",
-        type=_at_least_one,
+        type=_replicate,
         default=1.0,
         help="superpose this many time-shifted copies (default: 1)",
     )

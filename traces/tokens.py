@@ -15,26 +15,36 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sim.common import bounds
+from sim.common.user_files import check_regular_file
 from traces.errors import TraceError
 
 
 def _numbers(spec: str, body: str, count: int) -> list[float]:
+    """The spec's numbers: token counts (means) up to `bounds.TOKENS`, CVs to `bounds.CV`."""
     try:
         values = [float(v) for v in body.split(",")]
     except ValueError:
         values = []
-    if len(values) != count or not all(np.isfinite(v) and v > 0 for v in values):
-        raise TraceError(f"--tokens {spec!r}: expected {count} positive numbers after the colon")
+    highs = [bounds.TOKENS, bounds.CV] * (count // 2) if count == 4 else [bounds.TOKENS] * 2
+    if len(values) != count or not all(0 < v <= h for v, h in zip(values, highs, strict=True)):
+        raise TraceError(
+            f"--tokens {spec!r}: expected {count} positive numbers after the colon (token "
+            f"counts up to {bounds.TOKENS}, CVs up to {bounds.CV:g})"
+        )
     return values
 
 
 def check_spec(spec: str) -> None:
-    """Refuse a malformed spec before any file is read."""
+    """Refuse a malformed spec, or a trace:PATH that is not a file, before any file is
+    read (a trace with token counts never reads PATH: a typo must not pass unseen)."""
     kind, _, body = spec.partition(":")
     if kind == "lognormal":
         _numbers(spec, body, 4)
     elif kind == "fixed":
         _numbers(spec, body, 2)
+    elif kind == "trace" and body:
+        check_regular_file(Path(body), TraceError)
     elif kind != "trace":
         raise TraceError(
             f"--tokens {spec!r}: expected trace, trace:PATH, lognormal:IN_MEAN,IN_CV,OUT_MEAN,"

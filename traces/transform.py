@@ -6,6 +6,8 @@ those that draw take the seeded generator.
 import numpy as np
 import pandas as pd
 
+from sim.common import bounds
+from traces.errors import TraceError
 from traces.labels import categorical
 from traces.options import Options
 
@@ -36,6 +38,11 @@ def replicate(frame: pd.DataFrame, factor: float, rng: np.random.Generator) -> p
     """Rate x factor by superposing copies: the original, then whole copies shifted
     circularly by a uniform random offset each (their bursts fall at other times), then a
     last shifted copy thinned to the fractional part of `factor`."""
+    if len(frame) * factor > bounds.REQUESTS:
+        raise TraceError(
+            f"--replicate/--scale: {len(frame)} requests x {factor:g} is more than "
+            f"{bounds.REQUESTS} requests (sim/common/bounds.py)"
+        )
     t = frame["arrival_s"].to_numpy()
     span = float(t.max()) * (1 + 1 / len(t)) if len(t) and t.max() > 0 else 1.0
     copies = [frame]

@@ -7,7 +7,7 @@ SRC is a `.safetensors` file, a directory of sharded safetensors with its
 
 from pathlib import Path
 
-from calibration.checkpoint.format import DEFAULT_ALIGNMENT
+from calibration.checkpoint.format import DEFAULT_ALIGNMENT, check_alignment
 from calibration.checkpoint.sources import read_source
 from calibration.checkpoint.writer import write_checkpoint
 from sim.common.cli import Parser, run
@@ -24,8 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"byte boundary each tensor starts on, a power of two (default {DEFAULT_ALIGNMENT})",
     )
     args = parser.parse_args(argv)
-    if args.alignment < 8 or args.alignment & (args.alignment - 1):
-        parser.error(f"--alignment {args.alignment} is not a power of two >= 8")
+    try:
+        check_alignment(args.alignment)
+    except ValueError as err:
+        parser.error(f"--alignment: {err}")
 
     def body() -> None:
         index = write_checkpoint(read_source(args.src), args.dst, args.alignment)

@@ -16,7 +16,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim.common.bounds import ALIGNMENT, INDEX_FILE_BYTES
 from sim.common.errors import InputError
+from sim.common.user_files import check_regular_file, parse_json, read_text
 
 FORMAT = "thaw-checkpoint"
 VERSION = 1
@@ -103,13 +105,12 @@ def is_checkpoint(path: Path) -> bool:
 def read_index(checkpoint: Path) -> Index:
     """The validated index of the checkpoint directory `checkpoint`."""
     path = checkpoint / INDEX_NAME
+    if not checkpoint.is_dir():
+        raise CheckpointError(f"{checkpoint}: not a checkpoint directory")
+    text = read_text(path, INDEX_FILE_BYTES, CheckpointError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise CheckpointError(f"{path}: cannot read the index: {err.strerror}") from None
-    try:
-        document = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as err:
+        document = parse_json(text)
+    except ValueError as err:
         raise CheckpointError(f"{path}: bad JSON: {err}") from None
     try:
         return parse_index(document)
@@ -118,6 +119,7 @@ def read_index(checkpoint: Path) -> Index:
 
 
 def check_blob_size(blob: Path, index: Index) -> None:
+    check_regular_file(blob, CheckpointError)
     try:
         size = blob.stat().st_size
     except OSError as err:
@@ -127,12 +129,10 @@ def check_blob_size(blob: Path, index: Index) -> None:
         raise CheckpointError(f"{blob}: {state}: {size} bytes, the index says {index.total_bytes}")
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) != len(keys):
-        duplicate = next(key for key in keys if keys.count(key) > 1)
-        raise ValueError(f"duplicate key {duplicate!r}")
-    return dict(pairs)
+def check_alignment(alignment: int) -> None:
+    """Raise ValueError unless `alignment` is a power of two from 8 to `bounds.ALIGNMENT`."""
+    if alignment < 8 or alignment & (alignment - 1) or alignment > ALIGNMENT:
+        raise ValueError(f"alignment {alignment} is not a power of two from 8 to {ALIGNMENT}")
 
 
 def parse_index(document: object) -> Index:
@@ -144,8 +144,7 @@ def parse_index(document: object) -> Index:
     if document.get("version") != VERSION:
         raise ValueError(f"unsupported format version {document.get('version')!r}")
     alignment = _integer(document, "alignment", "index")
-    if alignment < 8 or alignment & (alignment - 1):
-        raise ValueError(f"alignment {alignment} is not a power of two >= 8")
+    check_alignment(alignment)
     total = _integer(document, "total_bytes", "index")
     if total % alignment:
         raise ValueError(f"total_bytes {total} is not a multiple of the alignment {alignment}")

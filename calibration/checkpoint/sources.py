@@ -5,7 +5,6 @@ Three sources: a `.safetensors` file; a directory of sharded safetensors with it
 dict, loaded with `weights_only=True` so a malicious pickle cannot run code.
 """
 
-import json
 import pickle
 from pathlib import Path
 
@@ -14,19 +13,31 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from calibration.checkpoint.format import CheckpointError
+from sim.common.user_files import check_regular_file, read_json
 
 
 def read_source(path: Path) -> dict[str, torch.Tensor]:
     if path.is_dir():
-        return _read_sharded(path)
-    if not path.is_file():
+        tensors = _read_sharded(path)
+    elif not path.exists():
         raise CheckpointError(f"{path}: no such file or directory")
-    if path.suffix == ".safetensors":
-        return _read_safetensors(path)
-    return _read_state_dict(path)
+    elif not path.is_file():
+        raise CheckpointError(f"{path}: not a regular file or a directory")
+    elif path.suffix == ".safetensors":
+        tensors = _read_safetensors(path)
+    else:
+        tensors = _read_state_dict(path)
+    for name, tensor in tensors.items():
+        if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_meta:
+            raise CheckpointError(
+                f"{path}: tensor {name!r} is not a dense tensor ({tensor.layout}); "
+                "convert it to a dense one first"
+            )
+    return tensors
 
 
 def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    check_regular_file(path, CheckpointError)
     try:
         return load_file(path)
     except (SafetensorError, OSError) as err:
@@ -38,28 +49,62 @@ def _read_sharded(directory: Path) -> dict[str, torch.Tensor]:
     if len(indexes) != 1:
         found = ", ".join(index.name for index in indexes) or "none"
         raise CheckpointError(f"{directory}: expected one *.safetensors.index.json, found {found}")
-    try:
-        weight_map = json.loads(indexes[0].read_text(encoding="utf-8"))["weight_map"]
-        shards = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise CheckpointError(f"{indexes[0]}: not a safetensors index ({err})") from None
+    index = indexes[0]
+    weight_map = _weight_map(index)
     tensors: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        tensors.update(_read_safetensors(directory / shard))
+    for shard in sorted(set(weight_map.values())):
+        for name, tensor in _read_safetensors(directory / shard).items():
+            if name not in weight_map:
+                raise CheckpointError(f"{directory / shard}: tensor {name!r} is not in {index}")
+            if name in tensors:
+                raise CheckpointError(f"{directory / shard}: tensor {name!r} is in two shards")
+            if weight_map[name] != shard:
+                raise CheckpointError(
+                    f"{directory / shard}: tensor {name!r} is in this shard, but {index} "
+                    f"places it in {weight_map[name]}"
+                )
+            tensors[name] = tensor
     missing = sorted(set(weight_map) - set(tensors))
     if missing:
-        raise CheckpointError(f"{indexes[0]}: {len(missing)} tensors missing, e.g. {missing[0]!r}")
+        raise CheckpointError(f"{index}: {len(missing)} tensors missing, e.g. {missing[0]!r}")
     return {name: tensors[name] for name in weight_map}
+
+
+def _weight_map(index: Path) -> dict[str, str]:
+    """The index's tensor -> shard file map; every shard a plain file name beside it."""
+    document = read_json(index, CheckpointError)
+    weight_map = document.get("weight_map") if isinstance(document, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise CheckpointError(f"{index}: not a safetensors index (no weight_map object)")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or not shard or Path(shard).name != shard:
+            raise CheckpointError(
+                f"{index}: weight_map[{name!r}]: expected a shard file name beside the "
+                f"index, got {shard!r}"
+            )
+    return weight_map
 
 
 def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise CheckpointError(f"{path}: not a loadable PyTorch state dict: {reason}") from None
+        raise CheckpointError(
+            f"{path}: not a loadable PyTorch state dict: {_reason(err)}"
+        ) from None
     if not isinstance(state, dict) or not all(
         isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()
     ):
         raise CheckpointError(f"{path}: not a state dict (a mapping of names to tensors)")
     return state
+
+
+def _reason(err: Exception) -> str:
+    """torch's reason in one line, without its advice to load with weights_only=False
+    (which runs the pickle's code: thaw never does)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    refused = [line for line in lines if line.startswith("WeightsUnpickler error:")]
+    if refused:
+        what = refused[0].removeprefix("WeightsUnpickler error:").split(". ")[0].strip()
+        return f"it holds more than tensors ({what}), and thaw never runs a pickle's code"
+    return lines[0] if lines else type(err).__name__

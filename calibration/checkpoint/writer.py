@@ -2,7 +2,8 @@
 
 An interrupted or failed conversion leaves nothing at the destination that looks valid
 (at most a hidden `.NAME.tmp-*` directory if the process is killed outright). An
-existing destination is replaced only if it is itself a thaw checkpoint.
+existing destination is replaced only if it is empty or a checkpoint thaw wrote, unchanged
+(`sim.common.publish`).
 """
 
 import zlib
@@ -20,10 +21,13 @@ from calibration.checkpoint.format import (
     CheckpointError,
     Index,
     TensorEntry,
-    is_checkpoint,
+    check_alignment,
 )
 from calibration.checkpoint.ordering import forward_pass_order
-from sim.common.publish import staged_directory
+from sim.common.errors import InputError
+from sim.common.publish import check_replaceable, staged_directory
+
+KIND = "checkpoint"
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -34,18 +38,24 @@ def write_checkpoint(
     tensors: Mapping[str, torch.Tensor], dst: Path, alignment: int = DEFAULT_ALIGNMENT
 ) -> Index:
     """Write `tensors` in forward-pass order as a checkpoint directory at `dst`."""
-    if alignment < 8 or alignment & (alignment - 1):
-        raise ValueError(f"alignment {alignment} is not a power of two >= 8")
+    check_alignment(alignment)
     for name, tensor in tensors.items():
         if _dtype_name(tensor.dtype) not in DTYPE_SIZES:
             raise CheckpointError(f"{name}: dtype {tensor.dtype} is not supported")
-    if dst.exists() and not is_checkpoint(dst):
-        raise CheckpointError(f"{dst}: exists and is not a thaw checkpoint; choose another path")
-    with staged_directory(dst) as staging:
+    check_destination(dst)
+    with staged_directory(dst, KIND) as staging:
         with open(staging / BLOB_NAME, "wb") as blob:
             index = _write_blob(tensors, blob, alignment)
         (staging / INDEX_NAME).write_text(index.to_json(), encoding="utf-8")
     return index
+
+
+def check_destination(dst: Path) -> None:
+    """Refuse, before reading any source, a destination that holds something not ours."""
+    try:
+        check_replaceable(dst, KIND, "destination")
+    except InputError as err:
+        raise CheckpointError(str(err)) from None
 
 
 def _write_blob(tensors: Mapping[str, torch.Tensor], blob, alignment: int) -> Index:

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from calibration.checkpoint.direct_io import BLOCK
-from calibration.checkpoint.format import CheckpointError, read_index
+from calibration.checkpoint.format import read_index
 from calibration.checkpoint.pagecache import PageCacheError
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
@@ -47,7 +47,7 @@ from calibration.measure.storage_probe import (
 )
 from calibration.migration.model import Transformer, save_model
 from sim import profile
-from sim.common.cli import Parser
+from sim.common.cli import Parser, run
 from sim.common.errors import InputError
 from sim.common.publish import write_file_atomically
 from sim.common.units import parse_size
@@ -61,24 +61,22 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # A killed run still removes its scratch files (`finally` runs on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
+
+    def body() -> None:
         _check_arguments(args)
         chosen = settings(args.device, args.quick, args.size, args.runs)
         said = f"{args.description} Measured by `{PROG} {shlex.join(argv)}`".strip()
-        document = measure(args.device, args.dir, chosen, args.checkpoint, said)
+        try:
+            document = measure(args.device, args.dir, chosen, args.checkpoint, said)
+        except NotADisk as err:
+            raise NotADisk(f"{err}: pass --dir on the disk to measure") from None
+        except PageCacheError as err:
+            raise InputError(str(err)) from None
         text = json.dumps(document, indent=2) + "\n"
         write_file_atomically(args.out, lambda path: path.write_text(text, encoding="utf-8"))
-    except NotADisk as err:
-        print(f"{PROG}: error: {err}: pass --dir on the disk to measure", file=sys.stderr)
-        return 2
-    except (InputError, CheckpointError, PageCacheError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"{PROG}: error: {err.filename or ''}: {err.strerror}", file=sys.stderr)
-        return 2
-    print(f"{PROG}: wrote {args.out}", file=sys.stderr)
-    return 0
+        print(f"{PROG}: wrote {args.out}", file=sys.stderr)
+
+    return run(PROG, body)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

@@ -197,14 +197,15 @@ class Transformer(nn.Module):
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """Append `tokens` (batch, n) to `cache`; the final normed states (batch, n, hidden)."""
+        """Append `tokens` (batch, n), on any device, to `cache`; the final normed states
+        (batch, n, hidden)."""
         start, n = cache.length, tokens.shape[1]
         if start + n > self.config.max_positions:
             raise ValueError(
                 f"{start} cached + {n} new positions exceed max_positions "
                 f"{self.config.max_positions}"
             )
-        x = self.embed_tokens(tokens)
+        x = self.embed_tokens(tokens.to(self.device))  # a GPU's embedding refuses CPU ids
         for layer, keys, values in zip(self.layers, cache.keys, cache.values, strict=True):
             x = x + layer.self_attn(layer.input_layernorm(x), self.rope, keys, values, start)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
@@ -224,7 +225,7 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def decode_batch(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """Append one token per sequence, `tokens` (batch,); the logits (batch, vocab)."""
-        return self.lm_head(self.forward(tokens.to(self.device).view(-1, 1), cache)[:, 0])
+        return self.lm_head(self.forward(tokens.view(-1, 1), cache)[:, 0])
 
 
 def _rope_tables(config: ModelConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -41,12 +41,14 @@ from calibration.validate.scenario import (
 from calibration.validate.scheduler import Replay
 from sim.common import seeds
 from sim.common.cli import Parser
+from sim.common.cli import run as run_command
 from sim.common.errors import InputError
-from sim.common.publish import staged_directory
+from sim.common.publish import check_replaceable, staged_directory
 from sim.config import load_config
 from sim.profile import read_profile
 
 PROG = "python -m calibration.validate"
+KIND = "validation"
 # The policies the real replay can carry out: it neither migrates nor preempts.
 POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
@@ -163,11 +165,7 @@ def _check_out(out: Path | None) -> None:
     """Refuse, before minutes of replay, an `--out` that could not be written."""
     if out is None:
         return
-    if out.exists() and not (out / "report.json").is_file():
-        raise InputError(f"--out {out}: exists and is not a validate output; not replacing it")
-    parent = out.absolute().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise InputError(f"--out {out}: {parent} is not a writable directory")
+    check_replaceable(out, KIND, "--out")
 
 
 def _write_out(
@@ -176,7 +174,7 @@ def _write_out(
     """The report, every table and the simulator's inputs (so that `python -m sim run
     --trace trace.csv --cluster cluster.toml --profile profile.json` reruns its side), as
     one directory put in place atomically."""
-    with staged_directory(out) as staging:
+    with staged_directory(out, KIND) as staging:
         (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n")
         for name, table in tables.items():
             table.to_csv(staging / name, index=False)
@@ -238,13 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # A killed run still removes its scratch files and memory (`finally` runs on exit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
-        report = run(args)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2) if args.json else _table(report))
-    return 0
+
+    def body() -> int:
+        try:
+            report = run(args)
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return 1
+        print(json.dumps(report, indent=2) if args.json else _table(report))
+        return 0
+
+    return run_command(PROG, body)

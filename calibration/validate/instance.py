@@ -77,7 +77,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
         emit("loaded")
     else:
         make_cold(str(path / BLOB_NAME))
-        with staged_directory(Path(spec.install)) as staging:
+        with staged_directory(Path(spec.install), "installed checkpoint") as staging:
             shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
             weights = load(path, out=shared_buffer(staging / BLOB_NAME, buffer_bytes(path)))
             emit("loaded")

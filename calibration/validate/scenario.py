@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import tomli_w
 
 import traces
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.migration.model import ModelConfig, Transformer, save_model
-from sim import toml_writer
 from sim.common import seeds
 from traces.generate import synthesize
 from traces.writer import write_canonical
@@ -157,4 +157,4 @@ def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> 
         },
     }
     text = "# Written by python -m calibration.validate; speeds come from --profile.\n"
-    layout.cluster.write_text(text + toml_writer.dumps(table))
+    layout.cluster.write_text(text + tomli_w.dumps(table))

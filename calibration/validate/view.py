@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from policies.base import RoundCost, Running
 from sim.cache import CheckpointCache
+from sim.common.tiers import CACHE_TIERS
 from sim.indexed_set import IndexedSet
 
 
@@ -36,7 +37,7 @@ class Books:
         self.clock: Callable[[], float] = lambda: 0.0
         self.free = [gpus] * servers
         self.idle_gpus = [0] * servers
-        self._holders = {t: {m: IndexedSet() for m in models} for t in ("dram", "ssd")}
+        self._holders = {t: {m: IndexedSet() for m in models} for t in CACHE_TIERS}
         self._by_available = [IndexedSet() for _ in range(gpus + 1)]
         self._indexed = [gpus] * servers
         for s in range(servers):

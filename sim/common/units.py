@@ -4,6 +4,7 @@ Storage people write decimal units (GB = 1e9), memory people binary ones (GiB = 
 and network people bits ("Gb/s"); a configuration mixes all three, so each is explicit.
 """
 
+import math
 import re
 
 _PREFIX = {
@@ -34,11 +35,18 @@ def parse_size(value: int | float | str) -> int:
     """Bytes from a number or a string such as "13.4GB", "512GiB", "2TB"."""
     if isinstance(value, bool):
         raise ValueError(f"expected a size, got {value!r}")
-    if isinstance(value, int | float):
-        return int(value)
-    number, scale, unit = _split(value)
-    if unit == "b":
-        raise ValueError(f"{value!r} is in bits; a size is in bytes (B)")
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, float | str):
+        raise ValueError(f"expected a size, got {value!r}")
+    if isinstance(value, float):
+        number, scale = value, 1
+    else:
+        number, scale, unit = _split(value)
+        if unit == "b":
+            raise ValueError(f"{value!r} is in bits; a size is in bytes (B)")
+    if not math.isfinite(number * scale):
+        raise ValueError(f"expected a finite size, got {value!r}")
     return round(number * scale)
 
 
@@ -48,6 +56,8 @@ def parse_bandwidth(value: int | float | str) -> float:
         raise ValueError(f"expected a bandwidth, got {value!r}")
     if isinstance(value, int | float):
         return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a bandwidth, got {value!r}")
     text = value.strip()
     if not text.endswith("/s"):
         if re.search(r"[A-Za-z]", text):

@@ -25,7 +25,7 @@ class InstanceLog:
                 instance.model.name,
                 instance.server,
                 instance.model.gpus,
-                instance.tier,
+                str(instance.tier),
                 instance.allocated_at,
                 instance.ready_at,
                 at,

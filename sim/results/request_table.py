@@ -15,8 +15,9 @@ served it; a request ends only when that equals its output length.
 import numpy as np
 import pandas as pd
 
-START_TIERS = ("warm", "dram", "ssd", "remote")
-STATUSES = ("pending", "done", "dropped", "timeout")
+from sim.common.tiers import START_TIERS
+
+STATUSES = ("pending", "done", "timeout")
 _PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
 
 
@@ -125,7 +126,8 @@ class RequestTable:
     def frame(self) -> pd.DataFrame:
         """The requests table of DESIGN.md ("Results")."""
         # Code -1 (never placed) indexes the last entry, "none".
-        tier = np.array([*START_TIERS, "none"], dtype=object)[self.tier]
+        names = [*(tier.value for tier in START_TIERS), "none"]
+        tier = np.array(names, dtype=object)[self.tier]
         return pd.DataFrame(
             {
                 "request_id": self.request_id,
@@ -134,7 +136,7 @@ class RequestTable:
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
                 "server": self.server,
-                "tier": pd.Categorical(tier, categories=[*START_TIERS, "none"]),
+                "tier": pd.Categorical(tier, categories=names),
                 "queue_s": self.queue_s,
                 "startup_s": self.startup_s,
                 "migration_pause_s": self.migration_pause_s,

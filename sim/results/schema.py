@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.results.request_table import START_TIERS, STATUSES
+from sim.common.tiers import LOAD_TIERS, START_TIERS
+from sim.results.request_table import STATUSES
 
 REQUESTS = "requests.parquet"
 INSTANCES = "instances.parquet"
@@ -19,8 +20,8 @@ SUMMARY = "summary.json"
 CONFIG = "config.toml"
 SWEEP_TABLE = "sweep.parquet"
 SWEEP_RUNS = "runs"
-LOAD_TIERS = ("dram", "ssd", "remote")  # tiers a cold start loads from
 COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
+SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
 
 __all__ = [
     "CONFIG",
@@ -28,6 +29,7 @@ __all__ = [
     "INSTANCES",
     "LOAD_TIERS",
     "REQUESTS",
+    "SCHEMA_VERSION",
     "START_TIERS",
     "STATUSES",
     "SUMMARY",

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.results.request_table import START_TIERS, STATUSES
+from sim.common.tiers import START_TIERS
+from sim.results.request_table import STATUSES
+from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
-
-SCHEMA_VERSION = 1
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
@@ -65,10 +65,10 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "ttft_p99_s": _percentile(ttft, 99),
         "ttft_mean_s": float(ttft.mean()) if len(ttft) else None,
         "e2e_p99_s": _percentile(t.e2e_s[done], 99),
-        "loads_by_tier": dict(sim.loads_by_tier),
+        "loads_by_tier": {tier.value: n for tier, n in sim.loads_by_tier.items()},
         "cold_starts": int(sum(sim.loads_by_tier.values())),
         "requests_by_start_tier": {
-            tier: int(n) for tier, n in zip(START_TIERS, counts, strict=True)
+            tier.value: int(n) for tier, n in zip(START_TIERS, counts, strict=True)
         },
         "migrations": sim.migrations,
         "migrations_moved": sim.migrations_moved,

@@ -19,13 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import tomli_w
 
 import traces
-from sim import toml_writer
 from sim.common import seeds
-from sim.common.errors import InputError
-from sim.common.publish import write_file_atomically
+from sim.common.publish import (
+    check_replaceable,
+    created_directories,
+    is_output,
+    write_file_atomically,
+    write_marker,
+)
 from sim.config import ClusterConfig, load_config
+from sim.results.run_dir import KIND as RUN
 from sim.results.run_dir import write_run
 from sim.results.schema import SWEEP_RUNS, SWEEP_TABLE, read_summary, summary_row
 from sim.results.summary import file_sha256
@@ -33,6 +39,7 @@ from sim.sweep.backends import Task, local_backend, ray_backend
 from sim.sweep.grid import RunPoint, Sweep
 
 SWEEP_FILE = "sweep.toml"
+KIND = "sweep"
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,17 @@ class SweepOutcome:
 
 
 def check_sweep_dir(out: Path) -> None:
-    """Refuse an output path holding anything but a thaw sweep (or nothing)."""
-    if not out.exists():
+    """Refuse an output path holding anything but a sweep thaw wrote (or nothing)."""
+    if is_output(out, KIND):
         return
-    if not out.is_dir() or (any(out.iterdir()) and not (out / SWEEP_FILE).is_file()):
-        raise InputError(f"{out}: exists and is not a thaw sweep directory; choose another --out")
+    check_replaceable(out, KIND, "--out")
+
+
+def _check_run_dirs(runs: Path, points: list[RunPoint]) -> None:
+    """Refuse, before any run, a run directory the sweep would have to replace but that
+    holds something thaw did not write there (a file the user added, say)."""
+    for point in points:
+        check_replaceable(runs / point.name, RUN, "--out")
 
 
 def _configs(sweep: Sweep) -> dict[str | None, ClusterConfig]:
@@ -109,15 +122,18 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
         )
     ]
     skipped = len(points) - len(todo)
+    _check_run_dirs(runs, [point for point, _ in todo])
     if sweep.backend == "ray":
         backend = ray_backend(sweep.jobs, sweep.ray_address)
     else:
         backend = local_backend(sweep.jobs)
     with backend as execute:  # connected (or failed) before anything is written
-        runs.mkdir(parents=True, exist_ok=True)
-        write_file_atomically(
-            sweep.out / SWEEP_FILE, lambda p: p.write_text(toml_writer.dumps(sweep.to_table()))
-        )
+        with created_directories(runs):
+            write_marker(sweep.out, KIND, [SWEEP_FILE, SWEEP_TABLE, SWEEP_RUNS])
+            write_file_atomically(
+                sweep.out / SWEEP_FILE,
+                lambda p: p.write_text(tomli_w.dumps(sweep.to_table())),
+            )
         _remove_leftovers(runs)
         if progress is not None:
             progress(skipped, len(points))

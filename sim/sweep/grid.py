@@ -17,7 +17,6 @@ bundled trace or the default cluster):
 
 import itertools
 import math
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,9 @@ from typing import Any
 
 import traces
 from policies import get_policy
+from sim.common import bounds
 from sim.common.errors import InputError
+from sim.common.toml_file import read_toml
 
 BACKENDS = ("local", "ray")
 DEFAULT = "default"
@@ -45,8 +46,11 @@ class RunPoint:
 
     @property
     def name(self) -> str:
-        """The run directory's name: every coordinate, readable."""
-        return f"{self.policy}-{self.trace}-x{self.rate_scale:g}-{self.cluster}-seed{self.seed}"
+        """The run directory's name: every coordinate, readable, and unique by
+        construction: the fields after the policy hold no "-" (it is escaped as "%2D"),
+        so the name splits back into its coordinates from the right."""
+        fields = (self.trace, f"x{self.rate_scale:g}", self.cluster, f"seed{self.seed}")
+        return "-".join((self.policy, *(_escape(field) for field in fields)))
 
     def record(self) -> dict[str, Any]:
         """What a run's summary.json keeps of its place in the sweep."""
@@ -109,6 +113,10 @@ class Sweep:
         return table
 
 
+def _escape(field: str) -> str:
+    return field.replace("%", "%25").replace("-", "%2D")
+
+
 def labels(paths: tuple[Path | None, ...]) -> dict[Path | None, str]:
     """Each file's name in tables and run directories: its stem, or "default"."""
     return {p: DEFAULT if p is None else p.stem for p in paths}
@@ -129,6 +137,8 @@ def _seeds(value: Any, base: Path) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"expected a count >= 1, got {value}")
+        if value > bounds.SEEDS:
+            raise ValueError(f"expected at most {bounds.SEEDS} seeds (sim/common/bounds.py)")
         return tuple(range(value))
     seeds = _list(value, int)
     if min(seeds) < 0:
@@ -162,12 +172,16 @@ def _files(default: Path | None) -> Callable[[Any, Path], tuple[Path | None, ...
             path = default if name == DEFAULT else base / name
             if path is not None and not path.is_file():
                 raise ValueError(f"{path}: no such file")
-            found.append(None if path is None else path.resolve())
+            resolved = None if path is None else path.resolve()
+            if resolved in found:
+                raise ValueError(f"{name}: the same file is listed twice")
+            found.append(resolved)
         named: dict[str, Path | None] = {}
         for path, label in labels(tuple(found)).items():
-            if label in named:
-                raise ValueError(f"{named[label]} and {path} have the same name {label!r}")
-            named[label] = path
+            key = label.casefold()  # one directory on a case-insensitive file system
+            if key in named:
+                raise ValueError(f"{named[key]} and {path} have the same name {label!r}")
+            named[key] = path
         return tuple(found)
 
     return parse
@@ -212,12 +226,7 @@ _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"{path}: {err}") from None
+    table = read_toml(path)
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
@@ -243,4 +252,24 @@ def load_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
             raise InputError(f"{where}: {err}") from None
     if values["out"] is None:
         values["out"] = Path("sweeps") / (path.stem if path is not None else "sweep")
-    return Sweep(**values)
+    sweep = Sweep(**values)
+    size = math.prod(len(values[key]) for key in ("policies", "traces", "rate_scales",
+                                                   "clusters", "seeds"))  # fmt: skip
+    if size > bounds.GRID_POINTS:
+        raise InputError(f"the grid has {size} points; at most {bounds.GRID_POINTS} "
+                         "(sim/common/bounds.py)")  # fmt: skip
+    _check_names(sweep.points())
+    return sweep
+
+
+def _check_names(points: list[RunPoint]) -> None:
+    """Refuse two grid points sharing a run directory: one would overwrite the other."""
+    seen: dict[str, RunPoint] = {}
+    for point in points:
+        key = point.name.casefold()
+        if key in seen:
+            raise InputError(
+                f"the grid points {seen[key].record()} and {point.record()} would share "
+                f"the run directory {point.name!r}"
+            )
+        seen[key] = point

@@ -1,0 +1,139 @@
+"""benchmarks/gpu_session.sh on the CPU: the dry-run of the steps a GPU machine runs.
+
+A GPU machine is lent for minutes, so its one run must not die on a typo: the dry-run
+goes through every step here, and these tests read back what it left under --out.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from sim import profile
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "gpu_session.sh"
+STEPS = ("setup", "env", "cuda-tests", "loader", "measure")
+
+
+def session(*args: str) -> subprocess.CompletedProcess:
+    """The script, finding this interpreter as `python3` (its candidate after a .venv)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        cwd=REPO,
+        env=os.environ | {"PATH": path},
+        capture_output=True,
+        text=True,
+    )
+
+
+def statuses(out: Path) -> dict[str, list[str]]:
+    """Each step's line of summary.txt, split into words, by step."""
+    lines = (out / "summary.txt").read_text().splitlines()
+    return {line.split()[0]: line.split() for line in lines if line.split()[:1] != []}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path_factory.mktemp("gpu-session")
+    return session("--device", "cpu", "--out", str(out)), out
+
+
+@pytest.mark.slow
+def test_the_dry_run_reports_every_step_ok(dry_run):
+    result, out = dry_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = statuses(out)
+    for step in STEPS:
+        assert steps[step][1] == "ok", steps[step]
+        assert (out / steps[step][3]).is_file()  # its output, kept
+    assert steps["migration"][1] == "covered"
+    assert f"total: {len(STEPS)} of {len(STEPS)} steps ok" in (out / "summary.txt").read_text()
+    scratch = Path(steps["env"][-1].rstrip(")"))
+    assert scratch.name.startswith("thaw-gpu-session-") and not scratch.exists()  # removed
+    assert not list(out.glob("*.part"))
+
+
+@pytest.mark.slow
+def test_the_dry_run_writes_a_profile_the_simulator_reads(dry_run):
+    _, out = dry_run
+    derived, _ = profile.read_profile(out / "profile-cpu.json")
+    assert derived["ssd_read_bytes_per_s"] > 0 and derived["migration_per_token_s"] > 0
+    machine = json.loads((out / "profile-cpu.json").read_text())["machine"]
+    assert "gpu_session.sh" in machine["description"]
+
+
+@pytest.mark.slow
+def test_the_loader_benchmark_puts_every_loader_beside_the_device_and_the_copy_ceiling(
+    dry_run,
+):
+    _, out = dry_run
+    result = json.loads((out / "loader.json").read_text())
+    assert result["device"] == "cpu" and result["bit_identical"] is True
+    for loader in ("raw", "thaw", "safetensors", "torch_load"):
+        assert result[f"{loader}_cold_gbps"] > 0
+    for loader in ("thaw", "safetensors", "torch_load", "thaw_buffered"):
+        assert result[f"{loader}_warm_gbps"] > 0
+    assert set(result["copy_gbps"]) == {"pageable_one_copy", "pageable_per_tensor"}
+    assert result["copy_ceiling_gbps"] == max(result["copy_gbps"].values())
+
+
+@pytest.mark.slow
+def test_without_a_gpu_the_cuda_tests_are_collected_and_skip(dry_run):
+    _, out = dry_run
+    suite = ET.parse(out / "cuda-tests.xml").getroot().find("testsuite")
+    assert int(suite.get("tests")) >= 4  # the loader's, measure's and migration's
+    assert suite.get("skipped") == suite.get("tests")
+    assert suite.get("failures") == suite.get("errors") == "0"
+    assert "torch.cuda.is_available(): False" in (out / "env.txt").read_text()
+
+
+def tmpfs(path: str) -> bool:
+    with open("/proc/mounts", encoding="utf-8") as mounts:
+        return any(line.split()[1:3] == [path, "tmpfs"] for line in mounts)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tmpfs("/dev/shm"), reason="no tmpfs at /dev/shm here")
+def test_a_failed_step_does_not_stop_the_next(tmp_path):
+    """Scratch on tmpfs: the loader and measure refuse it; the tests still run after."""
+    out = tmp_path / "out"
+    scratch = Path(tempfile.mkdtemp(prefix="thaw-test-", dir="/dev/shm"))
+    try:
+        result = session("--device", "cpu", "--out", str(out), "--scratch", str(scratch))
+    finally:
+        scratch.rmdir()  # the script removed what it made in it
+    assert result.returncode == 1
+    steps = statuses(out)
+    assert [steps[step][1] for step in STEPS] == [
+        "ok",
+        "failed(rc=1)",
+        "ok",
+        "failed(rc=1)",
+        "failed(rc=2)",
+    ]
+    assert "still in the page cache" in (out / "loader.log").read_text()
+    assert not (out / "loader.json").exists() and not list(out.glob("*.part"))
+    assert "total: 2 of 5 steps ok" in (out / "summary.txt").read_text()
+
+
+def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path):
+    for args, message in [
+        (("--device", "gpu"), "--device must be cuda or cpu"),
+        (("--size", "lots"), "--size 'lots' is not a size"),
+        (("--budget", "0"), "--budget '0'"),
+        (("--scratch", str(tmp_path / "missing")), "no such directory"),
+        (("--out",), "--out needs a value"),
+        (("--fast",), "unknown argument --fast"),
+    ]:
+        out = tmp_path / "out"
+        result = session("--out", str(out), *args) if args != ("--out",) else session(*args)
+        assert result.returncode == 2, args
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert not out.exists()
