@@ -15,11 +15,15 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from calibration.checkpoint.format import read_index
+from calibration.checkpoint.pagecache import PageCacheError
 from calibration.checkpoint.reader import load
+from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
 from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile, check
+from calibration.measure.settings import settings
 from calibration.measure.storage_probe import measure_storage, prepare
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
@@ -145,6 +149,45 @@ def test_a_cold_load_faster_than_the_raw_device_is_refused():
     check(figures(raw_cold=1e9, loader_cold=1.1e9, dram_to_device_pageable_one_copy=8e9), "cpu")
 
 
+def rounds(**samples: tuple[float, ...]) -> dict[str, Measurement]:
+    return {name: Measurement(values, "bytes/s", False) for name, values in samples.items()}
+
+
+def test_noise_that_slows_rounds_is_not_a_cache():
+    memory = figures(dram_to_device_pageable_one_copy=8e9)
+    # One fast raw round among slow ones: the raw median is under the loader's.
+    slow_raw = rounds(raw_cold=(1.3e9, 0.8e9, 0.8e9), loader_cold=(1.0e9, 1.0e9, 1.05e9))
+    check(slow_raw | memory, "cpu")
+    # Every round of the chosen configuration slowed: the sweep's reads still count.
+    slowed = rounds(raw_cold=(0.8e9, 0.8e9), raw_cold_16MiB_x4=(1.2e9, 0.9e9))
+    check(slowed | rounds(loader_cold=(1.1e9, 1.0e9)) | memory, "cpu")
+    # One loader round found the disk quiet when no raw round did.
+    lucky = rounds(raw_cold=(1.0e9, 0.9e9, 0.9e9), loader_cold=(0.9e9, 0.9e9, 1.2e9))
+    check(lucky | memory, "cpu")
+
+
+def test_a_warm_load_timed_as_cold_is_refused_and_a_cold_one_is_not(tmp_path):
+    quick = settings("cpu", quick=True, size=None, runs=None)
+    files = prepare(tmp_path, quick.checkpoint_bytes)
+    storage = measure_storage(
+        files, "cpu", quick.runs, list(quick.raw_grid), quick.sweep_rounds, lambda _: None
+    )
+    sizes = [entry.nbytes for entry in read_index(files.checkpoint).tensors]
+    measured = storage | measure_copies("cpu", sizes, quick.runs)
+    check(measured, "cpu")  # the disk's own figures
+    served = measured | {"loader_cold": measured["loader_warm"]}  # the page cache's
+    with pytest.raises(ImpossibleProfile, match="a cache answered"):
+        check(served, "cpu")
+
+
+def test_a_file_that_stays_in_the_page_cache_is_never_timed_as_cold(tmp_path):
+    files = prepare(tmp_path, 0)
+    held = load(files.checkpoint)  # a mapping of the warm file: its pages cannot leave
+    with pytest.raises(PageCacheError, match="still in the page cache"):
+        measure_storage(files, "cpu", 1, [(2**20, 1)], 1, lambda _: None)
+    del held
+
+
 def test_a_disk_faster_than_memory_is_refused():
     with pytest.raises(ImpossibleProfile, match="faster than copying memory"):
         check(figures(raw_cold=9e9, loader_cold=9e9, dram_to_device_pageable_one_copy=4e9), "cpu")
@@ -231,7 +274,7 @@ def test_the_storage_figures_can_come_from_the_users_own_tensors(tmp_path):
     loaded = load(files.checkpoint)
     assert all(torch.equal(loaded[name], tensor) for name, tensor in mine.items())
     del loaded  # a mapped load holds the file's pages, and eviction would fail
-    figures = measure_storage(files, "cpu", 1, [(2**20, 1)], lambda _: None)
+    figures = measure_storage(files, "cpu", 1, [(2**20, 1)], 1, lambda _: None)
     assert {"raw_cold", "loader_cold", "loader_warm", "safetensors_cold"} <= figures.keys()
     assert figures["loader_cold"].samples[0] > 0
 

@@ -139,11 +139,13 @@ def _measure_all(
     files = prepare(scratch, chosen.checkpoint_bytes, source)
     payload = files.payload_bytes
     _say(f"{payload / 2**20:.0f} MiB of tensors in {files.checkpoint}")
-    results = measure_storage(files, device, chosen.runs, list(chosen.raw_grid), _say)
+    results = measure_storage(
+        files, device, chosen.runs, list(chosen.raw_grid), chosen.sweep_rounds, _say
+    )
     _step(2, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
     _step(3, "instance start-up (a fresh process importing torch)")
-    results |= measure_startup(device, chosen.runs)
+    results |= measure_startup(device, chosen.startup_runs)
     _say(f"start-up: {results['instance_startup'].median:.2f} s (median)")
     _step(4, "decode steps by batch size")
     threads = CPU_INFERENCE_THREADS if device == "cpu" else None
@@ -232,7 +234,10 @@ def _parser() -> Parser:
         "directory or PyTorch state dict)",
     )
     parser.add_argument(
-        "--runs", type=_positive, help="repetitions of each storage figure (default 5)"
+        "--runs",
+        type=_positive,
+        help="rounds of each storage figure and copy, and start-ups timed (default 5; "
+        "--quick: 6 rounds, 2 start-ups)",
     )
     parser.add_argument("--quick", action="store_true", help="a fast pass for tests (< 1 min)")
     parser.add_argument("--out", type=Path, default=Path("profile.json"))

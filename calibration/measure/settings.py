@@ -4,8 +4,10 @@ for a profile.
 The reference model is `calibration.migration.model`'s decoder at a size that suits the device: a
 few MB for `--quick`, about 0.5 GB in fp32 on a CPU (a prefill of 2,048 tokens then
 takes seconds, not minutes), about 2.2 GB in bf16 on a GPU (a 1.1B-parameter Llama
-shape). Full runs sweep what the issue asks: batch sizes 1..16, prompts up to several
-thousand tokens, the raw read over request sizes and threads.
+shape). Full runs sweep batch sizes 1..16, prompts up to several
+thousand tokens, the raw read over request sizes and threads. Storage rounds are cheap
+beside a start-up (a process importing torch), so `--quick` repeats them more: the
+loader is judged against the raw device by them (`calibration.measure.plausibility`).
 """
 
 from dataclasses import dataclass, replace
@@ -47,8 +49,10 @@ GPU_MODEL = ModelConfig(
 @dataclass(frozen=True)
 class Settings:
     checkpoint_bytes: int
-    runs: int  # repetitions of each storage, copy and start-up measurement
+    runs: int  # interleaved rounds of the storage figures; repetitions of each copy
+    startup_runs: int  # start-ups timed (a process each, the dearest repetition)
     raw_grid: tuple[tuple[int, int], ...]  # (request bytes, threads) of the raw sweep
+    sweep_rounds: int  # cold reads of each configuration of the raw sweep, in turns
     model: ModelConfig
     decode_batches: tuple[int, ...]
     decode_steps: int
@@ -60,12 +64,15 @@ class Settings:
 
 
 def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Settings:
-    """The settings for `device`; `size` and `runs` override the storage defaults."""
+    """The settings for `device`; `size` overrides the checkpoint's, `runs` the rounds of
+    the storage, copy and start-up figures."""
     if quick:
         base = Settings(
             checkpoint_bytes=64 * MiB,
-            runs=2,
+            runs=6,
+            startup_runs=2,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
+            sweep_rounds=3,
             model=QUICK_MODEL,
             decode_batches=(1, 2, 4),
             decode_steps=5,
@@ -80,9 +87,11 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
         base = Settings(
             checkpoint_bytes=2048 * MiB,
             runs=5,
+            startup_runs=5,
             raw_grid=tuple(
                 (chunk * MiB, threads) for chunk in (1, 4, 16, 64) for threads in (1, 2, 4)
             ),
+            sweep_rounds=2,
             model=GPU_MODEL if gpu else CPU_MODEL,
             decode_batches=(1, 2, 4, 8, 16),
             decode_steps=20,
@@ -92,4 +101,9 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             migration_runs=5,
             migration_new_tokens=128,
         )
-    return replace(base, checkpoint_bytes=size or base.checkpoint_bytes, runs=runs or base.runs)
+    return replace(
+        base,
+        checkpoint_bytes=size or base.checkpoint_bytes,
+        runs=runs or base.runs,
+        startup_runs=runs or base.startup_runs,
+    )

@@ -4,7 +4,8 @@ On a checkpoint in the directory being measured (random bytes in a Llama's shape
 chosen size, or the user's own tensors), `measure_storage` times:
 
 - the raw device: O_DIRECT reads into a pre-faulted buffer over a sweep of request
-  sizes and thread counts (the physical limit; the best configuration is kept);
+  sizes and thread counts, the configurations taking turns for a few rounds (the
+  physical limit; the configuration with the best median is kept);
 - thaw's `load`, cold (pages evicted and checked with mincore: guest-cold, since a
   cache behind a virtual disk may survive eviction) and warm (the file in the page
   cache, as a checkpoint held in host memory is), into a reused device buffer, timed
@@ -95,13 +96,15 @@ def measure_storage(
     device: str,
     runs: int,
     grid: list[tuple[int, int]],
+    sweep_rounds: int,
     progress: Progress,
 ) -> dict[str, Measurement]:
-    """Every storage measurement of the profile, by name (see the module's docstring)."""
+    """Every storage measurement of the profile, by name (see the module's docstring):
+    `runs` interleaved rounds of the variants, after `sweep_rounds` of the raw sweep."""
     size = buffer_bytes(files.checkpoint)
     host = host_buffer(size)
     out = host if device == "cpu" else torch.empty(size, dtype=torch.uint8, device=device)
-    results = _raw_sweep(files.blob, host, grid)
+    results = _raw_sweep(files.blob, host, grid, sweep_rounds)
     chunk, threads = max(grid, key=lambda config: results[_sweep_name(*config)].median)
     progress(f"raw O_DIRECT sweep: best {_sweep_name(chunk, threads).removeprefix('raw_cold_')}")
     payload, blob_bytes = files.payload_bytes, files.blob.stat().st_size
@@ -149,16 +152,18 @@ def _synchronize(device: str, tensors: object) -> object:
 
 
 def _raw_sweep(
-    blob: Path, buffer: torch.Tensor, grid: list[tuple[int, int]]
+    blob: Path, buffer: torch.Tensor, grid: list[tuple[int, int]], rounds: int
 ) -> dict[str, Measurement]:
-    """One cold O_DIRECT read for each (request bytes, threads) of the grid."""
+    """`rounds` cold O_DIRECT reads for each (request bytes, threads) of the grid, the
+    configurations taking turns, so that no single read (a neighbour's burst on a
+    shared disk) chooses the configuration."""
     size = blob.stat().st_size
-    sweep = {}
-    for chunk, threads in grid:
+    rates: dict[str, list[float]] = {}
+    for _, (chunk, threads) in itertools.product(range(rounds), grid):
         make_cold(str(blob))
         rate = size / raw_read(blob, buffer, chunk, threads)
-        sweep[_sweep_name(chunk, threads)] = Measurement((rate,), "bytes/s", False)
-    return sweep
+        rates.setdefault(_sweep_name(chunk, threads), []).append(rate)
+    return {name: Measurement(tuple(rate), "bytes/s", False) for name, rate in rates.items()}
 
 
 def _sweep_name(chunk: int, threads: int) -> str:
