@@ -8,8 +8,11 @@ thaw reads.
 """
 
 import csv
+import gzip
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -32,12 +35,30 @@ class Column:
     want: str
 
 
+def is_gzip(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """The file's bytes, decompressed when it is gzip-compressed (`.csv.gz`, as traces are
+    often published); pyarrow decompresses such a path by itself."""
+    return gzip.open(path, "rb") if is_gzip(path) else path.open("rb")
+
+
+def open_text(path: Path) -> io.TextIOWrapper:
+    """The file as UTF-8 text, without the byte-order mark spreadsheets write."""
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8-sig", errors="replace", newline="")
+
+
 def check_text(path: Path) -> None:
-    """Refuse a missing, empty or binary file (or a directory, a FIFO, a device) before any
-    parser sees it."""
+    """Refuse a missing, empty or binary file (or a directory, a FIFO, a device, or a
+    `.gz` that is not gzip) before any parser sees it."""
     check_regular_file(path, TraceError)
-    with path.open("rb") as handle:
-        start = handle.read(SNIFF_BYTES)
+    try:
+        with open_bytes(path) as handle:
+            start = handle.read(SNIFF_BYTES)
+    except (gzip.BadGzipFile, EOFError) as err:
+        raise TraceError(f"{path}: not a gzip file ({err})") from None
     if not start.strip():
         raise TraceError(f"{path}: line 1: the file is empty")
     if b"\x00" in start:
@@ -54,7 +75,7 @@ def check_text(path: Path) -> None:
 def header(path: Path) -> list[str]:
     """The column names on the first line, stripped of spaces and of the byte-order mark
     spreadsheets write; a name given twice is refused (which of the two would count?)."""
-    with path.open("r", encoding="utf-8-sig", errors="replace", newline="") as handle:
+    with open_text(path) as handle:
         first = handle.readline(bounds.FIELD_CHARS * 1024)
     names = [name.strip() for name in next(csv.reader([first.strip()]), [])]
     seen: set[str] = set()
@@ -154,7 +175,7 @@ def _locate(path: Path, columns: list[Column], err: Exception) -> TraceError:
 def _ragged_line(path: Path) -> str:
     """The first line that is not UTF-8, is blank, or has a different number of fields than
     the header (the error path only: a Python loop over lines)."""
-    with path.open("rb") as handle:
+    with open_bytes(path) as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")

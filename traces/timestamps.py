@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from traces.csv_file import header
+from traces.csv_file import header, open_text
 
 _ZONE = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 NAIVE = pa.timestamp("ns")
@@ -24,7 +24,7 @@ WANT = "an ISO 8601 date and time"
 
 def first_value(path: Path, column: str) -> str:
     """`column`'s text on the first data row ('' when there is none)."""
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
+    with open_text(path) as handle:
         handle.readline()
         row = next(csv.reader([handle.readline().strip()]), [])
     index = header(path).index(column)

@@ -1,8 +1,8 @@
 """Write a canonical trace as CSV or Parquet, atomically: a temporary file in the target's
-folder, renamed into place, so a failure never leaves a half-written trace."""
+folder, renamed into place, so a failure never leaves a half-written trace. `.csv.gz`
+is written gzip-compressed."""
 
-import os
-import tempfile
+import gzip
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from sim.common.publish import write_file_atomically
 from traces.canonical import OPTIONAL, REQUIRED
+from traces.csv_file import is_gzip
 from traces.errors import TraceError, is_parquet
 
 
@@ -21,22 +23,20 @@ def _table(frame: pd.DataFrame) -> pa.Table:
 
 
 def write_canonical(frame: pd.DataFrame, out: Path) -> None:
-    if out.suffix.lower() not in (".csv", ".parquet"):
-        raise TraceError(f"{out}: the output must end in .csv or .parquet")
+    if not out.name.lower().endswith((".csv", ".csv.gz", ".parquet")):
+        raise TraceError(f"{out}: the output must end in .csv, .csv.gz or .parquet")
     if not out.parent.is_dir():
         raise TraceError(f"{out.parent}: no such folder")
     table = _table(frame)
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(handle)
-    try:
+
+    def write(staging: Path) -> None:
         if is_parquet(out):
-            pq.write_table(table, temporary)
-        else:
-            with open(temporary, "wb") as handle:  # Arrow would quote the header's names
-                handle.write((",".join(table.column_names) + "\n").encode())
-                options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-                pacsv.write_csv(table, handle, options)
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            pq.write_table(table, staging)
+            return
+        opener = gzip.open if is_gzip(out) else open
+        with opener(staging, "wb") as handle:  # Arrow would quote the header's names
+            handle.write((",".join(table.column_names) + "\n").encode())
+            options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+            pacsv.write_csv(table, handle, options)
+
+    write_file_atomically(out, write)
