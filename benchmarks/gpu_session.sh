@@ -238,7 +238,7 @@ EOF
 
 cuda_tests() {
     local files
-    mapfile -t files < <(grep -l "pytest.mark.cuda" tests/*.py)
+    mapfile -t files < <(grep -rl --include="test_*.py" "pytest.mark.cuda" tests)
     [ ${#files[@]} -gt 0 ] || { echo "no test file marks a test cuda"; return 1; }
     "$PY" -m pytest -m cuda -rs -p no:cacheprovider --junitxml="$OUT_DIR/cuda-tests.xml" \
         "${files[@]}"

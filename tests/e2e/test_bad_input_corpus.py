@@ -13,7 +13,7 @@ import pytest
 from calibration.checkpoint.verify import main as verify
 from sim.cli import main
 
-BAD = Path(__file__).parent / "data" / "bad"
+BAD = Path(__file__).parents[1] / "data" / "bad"
 
 # The part of each message that says where the problem is (a line, a key, or what).
 WHERE = {

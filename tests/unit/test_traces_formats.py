@@ -10,7 +10,7 @@ import pytest
 import traces
 from traces import Options
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = Path(__file__).parents[1] / "data" / "traces"
 SAMPLE = DATA / "azure-functions-2019-sample"
 MODELS = ["m0", "m1", "m2"]
 

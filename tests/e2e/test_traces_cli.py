@@ -16,7 +16,7 @@ from sim.common import seeds
 from traces.catalog import default_models
 from traces.cli import main
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = Path(__file__).parents[1] / "data" / "traces"
 SAMPLE = DATA / "azure-functions-2019-sample" / "invocations.csv"
 FILES = [
     DATA / "canonical.csv",
