@@ -6,6 +6,7 @@ import sys
 
 import pandas as pd
 import pytest
+from refusal import assert_one_line, tree
 
 
 def sim(*args, cwd):
@@ -105,10 +106,7 @@ def test_bad_input_gets_one_line_exit_2_and_writes_nothing(tmp_path, args, expec
     )
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("precious")
-    before = sorted(p.name for p in tmp_path.iterdir())
+    before = tree(tmp_path)
     result = sim("run", *args, cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and expected in result.stderr
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
-    assert (tmp_path / "mine" / "notes.txt").read_text() == "precious"
+    assert_one_line(result.returncode, result.stdout, result.stderr, expected)
+    assert tree(tmp_path) == before

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+from refusal import refused
 
 import traces
 from sim.api import replay
@@ -160,15 +161,7 @@ def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
         trace_head(tmp_path, 5).rename(tmp_path / sub / "t.csv")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("precious")
-    before = sorted(str(p) for p in tmp_path.rglob("*"))
-    try:
-        status = main(["sweep", *args, "--quiet"])
-    except SystemExit as exit_:  # argparse's usage errors
-        status = exit_.code
-    err = capsys.readouterr().err
-    assert status == 2
-    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
-    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    refused(capsys, main, ["sweep", *args, "--quiet"], expected, keeps=tmp_path)
 
 
 @pytest.fixture(scope="module")
