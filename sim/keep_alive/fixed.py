@@ -1,7 +1,7 @@
 """`fixed[:SECONDS]`: every idle instance stays warm the same time, then stops.
 
-The policy of today's FaaS platforms (Shahrad et al., "Serverless in the Wild", USENIX
-ATC '20, report 10 to 20 minutes) and thaw's default: SECONDS defaults to the cluster's
+The baseline of Shahrad et al., "Serverless in the Wild" (USENIX ATC '20), as FaaS
+platforms use it, and thaw's default: SECONDS defaults to the cluster's
 `keep_alive_s`, so `fixed` alone reproduces the runs made before keep-alive was a policy.
 Under GPU pressure the longest-idle instance of the chosen server stops first.
 """
