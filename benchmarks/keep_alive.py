@@ -24,18 +24,19 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-import traces  # noqa: E402
-from sim.api import with_keep_alive  # noqa: E402
-from sim.common import seeds  # noqa: E402
-from sim.common.publish import write_file_atomically  # noqa: E402
-from sim.config import load_config  # noqa: E402
-from sim.results.summary import scheduling_figures  # noqa: E402
-from sim.simulator import Simulation  # noqa: E402
+import traces
+from sim.api import with_keep_alive
+from sim.common import seeds
+from sim.common.publish import write_file_atomically
+from sim.config import load_config
+from sim.results.summary import scheduling_figures
+from sim.simulator import Simulation
 
 ROOT = Path(__file__).resolve().parent.parent
+FIGURE = "keep_alive_tradeoff.png"
 SAMPLE = ROOT / "tests" / "data" / "traces" / "azure-functions-2019-sample" / "invocations.csv"
 
 
@@ -105,14 +106,12 @@ def _seconds(text: str) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fixed", type=_seconds, default=[0, 60, 300, 600, 1200])
-    parser.add_argument(
-        "--policies", default="histogram,histogram:fallback_s=600,greedy-dual"
-    )
+    parser.add_argument("--policies", default="histogram,histogram:fallback_s=600,greedy-dual")
     parser.add_argument("--scale", type=float, default=0.05)
     parser.add_argument("--cluster", default=None)
     parser.add_argument("--policy", default="locality")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs/figures/keep_alive_tradeoff.png")
+    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / FIGURE)
     args = parser.parse_args()
     config = load_config(args.cluster)
     started = time.perf_counter()

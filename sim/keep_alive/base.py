@@ -37,11 +37,14 @@ class Idle:
 class KeepAlive(ABC):
     name: ClassVar[str]
 
+    @abstractmethod
     def __init__(self, params: str, keep_alive_s: float) -> None:
         """`params`: the text after `NAME:` ('' when none), ValueError if wrong;
         `keep_alive_s`: the cluster's fixed keep-alive, for policies that default to it."""
 
-    def start(self, arrival: "np.ndarray", model: "np.ndarray", names: list[str]) -> None:
+    def start(  # noqa: B027 (an optional hook)
+        self, arrival: "np.ndarray", model: "np.ndarray", names: list[str]
+    ) -> None:
         """The run begins: every request's arrival time (sorted) and model (an index into
         `names`), for policies that count requests."""
 
@@ -50,7 +53,7 @@ class KeepAlive(ABC):
         """`instance` went idle at `now` (a pre-warmed one when ready, unused so far:
         `instance.prewarmed`)."""
 
-    def demand(self, model: str, now: float) -> None:
+    def demand(self, model: str, now: float) -> None:  # noqa: B027 (an optional hook)
         """A request of `model` woke an idle instance or started one."""
 
     def victim(self, server: "Server") -> "Instance":

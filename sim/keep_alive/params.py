@@ -15,9 +15,7 @@ def number(text: str, key: str, low: float, high: float) -> float:
     return value
 
 
-def key_values(
-    params: str, known: Mapping[str, tuple[float, float, float]]
-) -> dict[str, float]:
+def key_values(params: str, known: Mapping[str, tuple[float, float, float]]) -> dict[str, float]:
     """`params` (`key=value,...`, possibly empty) over the defaults of `known` (key ->
     (default, low, high)); ValueError names an unknown key or a bad value."""
     values = {key: default for key, (default, _, _) in known.items()}
