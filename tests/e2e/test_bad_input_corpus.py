@@ -46,7 +46,7 @@ WHERE = {
     "config-negative-size.toml": "servers[0].dram",
     "config-no-servers.toml": "servers: expected at least one",
     "config-ssd-overfull.toml": "models.c: the checkpoints placed on server 0",
-    "config-unknown-key.toml": "keep_alive: unknown key",
+    "config-unknown-key.toml": "keep_alive_secs: unknown key",
     "config-wrong-type.toml": "servers[0].gpus",
     "config-zero-bandwidth.toml": "servers[0].network",
     "config-zero-servers.toml": "servers[0].count",

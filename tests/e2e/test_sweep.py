@@ -126,6 +126,7 @@ def test_help_documents_every_option(capsys):
         "--backend",
         "--jobs",
         "--ray-address",
+        "--keep-alive",
         "--out",
         "--quiet",
     ):
@@ -147,6 +148,8 @@ def test_help_documents_every_option(capsys):
         (["--traces", "a/t.csv,b/t.csv"], "", "have the same name 't'"),
         (["--out", "mine"], "", "mine: exists and is not a thaw sweep directory"),
         (["--jobs", "0"], "", "--jobs: expected a positive integer"),
+        (["--keep-alive", "lru"], "", "--keep-alive: unknown keep-alive policy 'lru'"),
+        (["s.toml"], 'keep_alive = "fixed:-1"\n', "s.toml: keep_alive: fixed: expected a"),
         (["--backend", "ray", "--ray-address", "127.0.0.1:1"], "", "127.0.0.1:1: cannot connect"),
     ],
 )
