@@ -19,6 +19,7 @@ from sim.common import bounds
 from sim.common.errors import InputError
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
+from sim.keep_alive import check_keep_alive
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
@@ -96,6 +97,7 @@ class ClusterConfig:
     migration: MigrationSpec
     resolved: dict[str, Any]  # the normalised table, written back as config.toml
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
+    keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
 
     @property
     def server_count(self) -> int:
@@ -195,6 +197,7 @@ Parser = Callable[[Any], Any]
 
 _TOP: dict[str, Parser] = {
     "keep_alive_s": _non_negative,
+    "keep_alive": check_keep_alive,
     "instance_startup_s": _non_negative,
     "queue": _queue,
 }
@@ -267,8 +270,8 @@ def _merge(default: dict, user: dict) -> dict:
     for key in user:
         if key not in (*_TOP, *_SECTIONS, "servers", "models", "profile"):
             raise InputError(
-                f"{key}: unknown key (expected keep_alive_s, instance_startup_s, queue, "
-                "workload, migration, servers, models, profile)"
+                f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
+                "queue, workload, migration, servers, models, profile)"
             )
     merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "profile")}}
     for section in _SECTIONS:
@@ -336,6 +339,7 @@ def _build(table: dict) -> ClusterConfig:
         migration=MigrationSpec(**migration),
         resolved=resolved,
         queue=top["queue"],
+        keep_alive=top["keep_alive"],
     )
 
 

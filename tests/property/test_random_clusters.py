@@ -1,6 +1,7 @@
 """Property tests on random heterogeneous clusters: whatever the hardware, the catalog,
-the trace, the keep-alive, the queue discipline and the policy, the books hold after
-every event (`--check`) and a fixed seed gives identical results."""
+the trace, the keep-alive (its length and its policy, pre-warming included), the queue
+discipline and the policy, the books hold after every event (`--check`) and a fixed seed
+gives identical results."""
 
 import pandas as pd
 import pytest
@@ -14,6 +15,8 @@ from sim.queues import queue_names
 from sim.simulator import Simulation
 
 BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
+# Short bins and few samples, so that the histogram pre-warms within a 60-s trace.
+KEEP_ALIVES = ["fixed", "fixed:5", "greedy-dual", "histogram:bin_s=1,min_samples=1,cv_min=0"]
 
 
 @st.composite
@@ -45,6 +48,7 @@ def clusters(draw):
     server_groups = draw(groups())
     servers = sum(g["count"] for g in server_groups)
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
+    text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
