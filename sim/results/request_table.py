@@ -129,7 +129,7 @@ class RequestTable:
         self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")
 
     def frame(self) -> pd.DataFrame:
-        """The requests table of DESIGN.md ("Results")."""
+        """The requests table of docs/results.md."""
         # Code -1 (never placed) indexes the last entry, "none".
         names = [*(tier.value for tier in START_TIERS), "none"]
         tier = np.array(names, dtype=object)[self.tier]
