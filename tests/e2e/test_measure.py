@@ -51,6 +51,7 @@ def quick_profile(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_every_raw_measurement_keeps_its_spread_and_cache_exposure(quick_profile):
     measurements = json.loads(quick_profile.read_text())["measurements"]
     for name in (*COLD, *WARM, "instance_startup", "decode_step_batch_1", "migration_pause"):
@@ -62,6 +63,7 @@ def test_every_raw_measurement_keeps_its_spread_and_cache_exposure(quick_profile
     assert "dram_to_device_pinned_one_copy" not in measurements  # no pinned memory on a CPU
 
 
+@pytest.mark.slow
 def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     document = json.loads(quick_profile.read_text())
     derived, measurements = document["derived"], document["measurements"]
@@ -79,6 +81,7 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert faster != said  # the design's expectation holds, or the profile says it does not
 
 
+@pytest.mark.slow
 def test_the_simulator_runs_on_the_measured_profile(quick_profile, tmp_path):
     run = tmp_path / "run"
     result = subprocess.run(

@@ -1,9 +1,11 @@
 """analysis/notebooks/compare_policies.ipynb runs end to end (on a short trace window)."""
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 
+@pytest.mark.slow
 def test_the_compare_policies_notebook_executes(repo_root, tmp_path, monkeypatch):
     monkeypatch.setenv("THAW_NOTEBOOK_QUICK", "1")
     monkeypatch.setenv("THAW_NOTEBOOK_DIR", str(tmp_path))

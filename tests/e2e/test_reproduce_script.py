@@ -4,7 +4,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_the_reproduction_prints_every_cell_and_the_ratios(repo_root):
     out = subprocess.run(
         [

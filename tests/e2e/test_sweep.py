@@ -175,6 +175,7 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_and_local_backends_write_the_same_runs(tmp_path, local_ray):
     grid = {"policies": ["random", "locality"], "rate_scales": [1, 2], "seeds": 2,
             "traces": [str(trace_head(tmp_path, 300))]}  # fmt: skip

@@ -166,6 +166,7 @@ def test_a_bad_profile_names_the_file(tmp_path):
     assert str(bad) in done.stderr
 
 
+@pytest.mark.slow
 def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
     out = tmp_path / "out"
     args = ["--quick", "--json", "--profile", str(profile), "--policies", "locality"]
@@ -191,6 +192,7 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
         assert result[f"ttft_p{q}_real_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_killed_replay_leaves_nothing_behind(profile, tmp_path):
     disk, shm = tmp_path / "disk", Path("/dev/shm")
     disk.mkdir()
