@@ -35,6 +35,7 @@ from sim.migration import Migration
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
+from sim.startup import Startup
 
 
 @dataclass
@@ -188,7 +189,8 @@ class Simulation:
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
     ) -> Instance:
-        """Start an instance: fixed start-up cost, then the checkpoint load, then warm.
+        """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
+        then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
         they have all left.
@@ -213,7 +215,7 @@ class Simulation:
             self.cluster.gpu_seconds += held_s
             self.cluster.starting_gpu_seconds += held_s
             instance.allocated_at = self.clock.now
-            load.start_in(self.config.instance_startup_s, ready)
+            Startup(self.clock, load.server, load, self.cluster.steps(model), ready).begin()
 
         if leaving:
             self._held[instance] = _Held(len(leaving), start, sum(pledged))
