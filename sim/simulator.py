@@ -78,6 +78,8 @@ class Simulation:
         self.preemptions = 0
         self.wall_s = 0.0
         self.stopped_at: float | None = None  # a time limit cut the run short
+        # The invariant checker's record of each server's CPU stages at the last event.
+        self.cpu_seen: dict[int, dict] = {}
         if check:
             self._audit_every_event()
 
