@@ -46,7 +46,7 @@ def test_two_cpu_start_ups_on_two_cores_do_not_stretch(tmp_path):
 
 
 def test_an_overlapped_pair_takes_the_longer(tmp_path):
-    stages = '[[{name = "compile", cpu_seconds = 3.0}, {name = "config", seconds = 1.0}], {name = "load"}]'
+    stages = '[[{name = "c", cpu_seconds = 3.0}, {name = "f", seconds = 1.0}], {name = "load"}]'
     assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [3.0 + 4.0]
     stages = '[[{name = "warmup", cpu_seconds = 1.0}, {name = "load"}]]'
     assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [4.0]
