@@ -155,7 +155,10 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["convert", "t.csv", "-o", "out.txt"], "out.txt: the output must end in .csv, .csv.gz or .parquet"),
+        (
+            ["convert", "t.csv", "-o", "out.txt"],
+            "out.txt: the output must end in .csv, .csv.gz or .parquet",
+        ),
         (["convert", "t.csv", "-o", "nowhere/out.csv"], "nowhere: no such folder"),
         (["stats", "t.csv", "--window", "9:3"], "--window: expected START:END"),
         (["stats", "t.csv", "--tokens", "lognormal:1,2"], "expected 4 positive numbers"),
