@@ -12,6 +12,7 @@ from policies.estimator import start_s
 from sim.common.errors import InputError
 from sim.common.seeds import rng
 from sim.config import load_config
+from sim.invariants import InvariantError, check_state
 from sim.simulator import Simulation
 
 ENGINE = 'engine = "e"'
@@ -149,3 +150,20 @@ def test_the_resolved_config_keeps_the_engines(tmp_path):
     path = tmp_path / "resolved.toml"
     path.write_text(config.to_toml())
     assert load_config(path).engines == config.engines
+
+
+def test_the_checker_catches_over_committed_cores_and_lost_cpu_work(tmp_path):
+    config = tiny_config(tmp_path, host_cores=1)
+    sim = Simulation(config, simulate(config, []).table.frame(), "locality", rng(0, "policy"))
+    cores = sim.cluster.servers[0].cores
+    first = cores.start(1.0, ("cores",), 1.0, lambda: None)
+    cores.start(1.0, ("cores",), 1.0, lambda: None)
+    check_state(sim, 0.0)  # two stages at half a core each: sound
+    sim.clock.run(until=1.0)
+    first.remaining -= 0.25  # a quarter CPU-second vanishes
+    with pytest.raises(InvariantError, match="CPU stage of 1.0 CPU-seconds has"):
+        check_state(sim, 0.0)
+    first.remaining += 0.25
+    first.rate = 1.0
+    with pytest.raises(InvariantError, match="CPU stages take 1.5 of 1.0 cores"):
+        check_state(sim, 0.0)
