@@ -15,8 +15,9 @@ ready to prefill:
 
 The estimates assume nothing else happens meanwhile: no other load or CPU stage begins,
 each migrating instance keeps its decode batch, and (priced step by step) an earlier
-step's flows do not delay the others' flows that a later step meets. When that holds they are exact (a test checks
-it); otherwise the recorded estimate and the actual startup tell the error.
+step's flows do not delay the others' flows that a later step meets. When that holds
+they are exact (tests check it); otherwise the recorded estimate and the actual startup
+tell the error.
 """
 
 from dataclasses import dataclass

@@ -161,9 +161,9 @@ def test_the_checker_catches_over_committed_cores_and_lost_cpu_work(tmp_path):
     check_state(sim, 0.0)  # two stages at half a core each: sound
     sim.clock.run(until=1.0)
     first.remaining -= 0.25  # a quarter CPU-second vanishes
-    with pytest.raises(InvariantError, match="CPU stage of 1.0 CPU-seconds has"):
+    with pytest.raises(InvariantError, match=r"CPU stage of 1\.0 CPU-seconds has"):
         check_state(sim, 0.0)
     first.remaining += 0.25
     first.rate = 1.0
-    with pytest.raises(InvariantError, match="CPU stages take 1.5 of 1.0 cores"):
+    with pytest.raises(InvariantError, match=r"CPU stages take 1\.5 of 1\.0 cores"):
         check_state(sim, 0.0)
