@@ -46,14 +46,18 @@ def run(
     until: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     queue: str | None = None,
+    keep_alive: str | None = None,
 ) -> RunResult:
     """Simulate `trace` (default: the bundled trace) on `cluster` (a TOML path laid over
     the defaults, an already-loaded config, or None for the defaults; `profile`'s hardware
     numbers laid over a path) under `policy` with `seed`, and the configuration's queue
-    discipline unless `queue` names another; see `replay` for the rest."""
+    discipline and keep-alive policy unless `queue` or `keep_alive` names another; see
+    `replay` for the rest."""
     config = cluster if isinstance(cluster, ClusterConfig) else load_config(cluster, profile)
     if queue is not None:
         config = with_queue(config, queue)
+    if keep_alive is not None:
+        config = with_keep_alive(config, keep_alive)
     trace_path = Path(trace) if trace is not None else traces.default_trace()
     sim = replay(
         config, trace_path, policy, seed, progress, trace_options, check, max_requests, until
@@ -65,6 +69,13 @@ def run(
 def with_queue(config: ClusterConfig, queue: str) -> ClusterConfig:
     """`config` under another queue discipline, its written configuration saying so."""
     return replace(config, queue=queue, resolved={**config.resolved, "queue": queue})
+
+
+def with_keep_alive(config: ClusterConfig, keep_alive: str) -> ClusterConfig:
+    """`config` under another keep-alive policy (`NAME[:params]`, already checked), its
+    written configuration saying so."""
+    resolved = {**config.resolved, "keep_alive": keep_alive}
+    return replace(config, keep_alive=keep_alive, resolved=resolved)
 
 
 def replay(

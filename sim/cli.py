@@ -13,6 +13,7 @@ from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 from sim.common.errors import InputError
 from sim.invariants import InvariantError
+from sim.keep_alive import check_keep_alive, keep_alive_names
 from sim.progress import ProgressBar
 from sim.queues import queue_names
 from sim.results.run_dir import check_writable
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"queue discipline, one of: {', '.join(queue_names())} (default: the "
         "cluster's `queue`, fifo unless it says)",
     )
+    _keep_alive_option(run)
     add_trace_options(run, list(traces.FORMATS))
     run.add_argument(
         "--cluster",
@@ -90,6 +92,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     _sweep_parser(commands)
     return parser
+
+
+def _keep_alive_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-alive",
+        default=None,
+        metavar="NAME[:PARAMS]",
+        help=f"keep-alive policy, one of: {', '.join(keep_alive_names())}; e.g. fixed:300, "
+        "histogram:margin=0.2 (default: the cluster's `keep_alive`, fixed at its "
+        "keep_alive_s unless it says; see docs/keep-alive.md)",
+    )
+
+
+def _checked_keep_alive(spec: str | None) -> str | None:
+    """`--keep-alive`'s value, checked; InputError names the option."""
+    if spec is None:
+        return None
+    try:
+        return check_keep_alive(spec)
+    except ValueError as err:
+        raise InputError(f"--keep-alive: {err}") from None
 
 
 def _comma_list(kind: type) -> Callable[[str], list]:
@@ -141,6 +164,7 @@ def _sweep_parser(commands: argparse._SubParsersAction) -> None:
         help="comma-separated cluster TOML files; 'default' is the default "
         "cluster (default: default)",
     )
+    _keep_alive_option(sweep)
     sweep.add_argument(
         "--backend", choices=BACKENDS, help="local process pool or Ray (default: local)"
     )
@@ -186,6 +210,8 @@ def _table(summary: dict) -> str:
         ("loads by tier", tiers),
         ("migrations", str(summary["migrations"])),
         ("preemptions", str(summary["preemptions"])),
+        ("keep-alive", summary["keep_alive"]),
+        ("pre-warms", f"{summary['prewarms']} ({summary['prewarm_hits']} served a request)"),
         ("GPU-seconds", f"{summary['gpu_seconds']:,.0f}"),
         ("  by state", states),
         ("SLO attainment", share("ttft_slo_attainment")),
@@ -220,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"--queue: unknown queue discipline {args.queue!r} (known: {', '.join(queue_names())})"
         )
+    keep_alive = _checked_keep_alive(args.keep_alive)
     if args.seed < 0:
         raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_requests is not None and args.max_requests < 1:
@@ -240,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         max_requests=args.max_requests,
         until=args.until,
         queue=args.queue,
+        keep_alive=keep_alive,
         progress=ProgressBar(args.policy) if show_progress else None,
     )
     result.write(out)
@@ -261,6 +289,7 @@ def sweep(args: argparse.Namespace) -> int:
         "jobs",
         "out",
         "ray_address",
+        "keep_alive",
     )
     grid = load_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
     show_progress = not args.quiet and sys.stderr.isatty()

@@ -7,7 +7,8 @@ class is also the policies' read-only `ClusterView`.
 """
 
 from bisect import bisect_left, insort
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 
 from policies.base import RoundCost, Running
 from sim.clock import Clock
@@ -58,6 +59,10 @@ class Cluster:
         self.starting_gpu_seconds = 0.0
         self.idle_gpu_seconds = 0.0
         self.log = InstanceLog()
+        self.live: Counter[str] = Counter()  # live instances per model
+        # Which idle instance of a server stops first when a start needs its GPUs (the
+        # keep-alive policy's choice; the longest idle unless it says otherwise).
+        self.victim: Callable[[Server], Instance] = lambda server: next(iter(server.idle))
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
@@ -194,7 +199,7 @@ class Cluster:
         server = self.servers[instance.server]
         need = instance.model.gpus
         while server.free_gpus < need and server.idle:
-            self.stop(next(iter(server.idle)), "reclaimed")
+            self.stop(self.victim(server), "reclaimed")
         lacking = need - min(need, server.free_gpus)
         pledged = []
         for other in leaving or ():
@@ -208,6 +213,7 @@ class Cluster:
         server.free_gpus -= need - sum(pledged)
         self._reindex(server)
         server.instances[instance] = None
+        self.live[instance.model.name] += 1
         return pledged
 
     def mark_idle(self, instance: Instance) -> None:
@@ -251,6 +257,7 @@ class Cluster:
             server.free_gpus += instance.model.gpus - pledged
             self._reindex(server)
         del server.instances[instance]
+        self.live[instance.model.name] -= 1
         now, gpus = self._clock.now, instance.model.gpus
         self.gpu_seconds += gpus * (now - instance.allocated_at)
         self.starting_gpu_seconds += gpus * (min(instance.ready_at, now) - instance.allocated_at)

@@ -20,6 +20,7 @@ from sim.common.errors import InputError
 from sim.common.stages import CPU, FIXED, LOAD, Stage, Step, default_steps
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
+from sim.keep_alive import check_keep_alive
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
@@ -101,6 +102,7 @@ class ClusterConfig:
     migration: MigrationSpec
     resolved: dict[str, Any]  # the normalised table, written back as config.toml
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
+    keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
 
     def steps(self, model: str) -> tuple[Step, ...]:
@@ -214,6 +216,7 @@ Parser = Callable[[Any], Any]
 
 _TOP: dict[str, Parser] = {
     "keep_alive_s": _non_negative,
+    "keep_alive": check_keep_alive,
     "instance_startup_s": _non_negative,
     "queue": _queue,
 }
@@ -291,8 +294,8 @@ def _merge(default: dict, user: dict) -> dict:
     for key in user:
         if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile"):
             raise InputError(
-                f"{key}: unknown key (expected keep_alive_s, instance_startup_s, queue, "
-                "workload, migration, servers, models, engines, profile)"
+                f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
+                "queue, workload, migration, servers, models, engines, profile)"
             )
     merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile")}}
     for section in _SECTIONS:
@@ -366,6 +369,7 @@ def _build(table: dict) -> ClusterConfig:
         migration=MigrationSpec(**migration),
         resolved=resolved,
         queue=top["queue"],
+        keep_alive=top["keep_alive"],
         engines=engines or None,
     )
 

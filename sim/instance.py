@@ -80,6 +80,7 @@ class Instance:
         self.allocated_at = clock.now
         self.ready_at = float("inf")
         self.keep_alive: Timer | None = None
+        self.prewarmed = False  # started by the keep-alive policy, no request served yet
         self._reserved = False  # a migration's destination, until the requests arrive
         self._migrating = False  # a migration's source: takes no new requests
         self._fenced = False  # drained for a queue's reservation: takes no new requests

@@ -1,5 +1,10 @@
 """The event loop's glue: arrivals, routing, cold starts, keep-alive, waiting requests.
 
+The keep-alive policy (`sim.keep_alive`) says how long an instance that went idle stays
+warm, which idle instance gives up its GPUs first, and when to pre-warm: start an
+instance of a model before its next request, through the placement policy and the load
+path like any start (but never displacing a running instance).
+
 A request joins a warm (or starting) instance of its model with room in its batch; else,
 if the queue discipline lets it, the policy decides where a new instance starts, or that
 it waits. Waiting requests are retried whenever capacity frees up: a batch slot, or an
@@ -24,12 +29,13 @@ import pandas as pd
 
 from policies import get_policy
 from policies.base import Request, Start
-from sim.clock import Clock
+from sim.clock import Clock, Timer
 from sim.cluster import Cluster
 from sim.common.tiers import LOAD_TIERS
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
+from sim.keep_alive import make_keep_alive
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
 from sim.queues import get_queue
@@ -72,6 +78,14 @@ class Simulation:
         self.queue = get_queue(config.queue)(
             self._route, self.cluster, config.models, self.table.arrival
         )
+        self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
+        self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
+        self.cluster.victim = self.keep_alive.victim
+        # The `keep_alive` of an idle instance kept until its GPUs are needed: never fires.
+        self._until_needed = Timer(self.clock, self._expire, ())
+        self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
+        self.prewarms = 0
+        self.prewarm_hits = 0  # pre-warmed instances that served a request
         self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
@@ -101,12 +115,21 @@ class Simulation:
         finally:
             if paused:
                 gc.enable()
+        if self.clock.env.peek() == float("inf"):  # nothing left to do: none is needed
+            self._stop_kept_until_needed()
         self.wall_s = time.perf_counter() - started
         if until is not None and self._unfinished():
             self.stopped_at = until
             self.table.time_out_pending()
             self.cluster.charge_running({i: h.pledged for i, h in self._held.items()})
         check_outcome(self)
+
+    def _stop_kept_until_needed(self) -> None:
+        """Stop the instances a keep-alive policy kept warm with no time limit."""
+        for server in self.cluster.servers:
+            for instance in [i for i in server.idle if i.keep_alive is self._until_needed]:
+                instance.keep_alive = None
+                self.cluster.stop(instance, "expired")
 
     def _unfinished(self) -> bool:
         """Whether a request or an instance is still alive (the run was cut short)."""
@@ -162,6 +185,7 @@ class Simulation:
         instance = self._launch(model, decision.server, leaving)
         for move, source in zip(decision.migrate, leaving, strict=True):
             self._migrate(source, move.destination, instance)
+        self._demand(model)
         self._join(i, instance, instance.tier, decision.estimate_s)
         return True
 
@@ -179,6 +203,10 @@ class Simulation:
             self.cluster.mark_busy(instance)
             instance.keep_alive.cancel()
             instance.keep_alive = None
+            self._demand(instance.model.name)
+        if instance.prewarmed:
+            instance.prewarmed = False
+            self.prewarm_hits += 1
         self.table.placed(i, self.clock.now, instance.server, tier, estimate_s)
         instance.admit(i, int(self.table.input_tokens[i]), int(self.table.output_tokens[i]))
 
@@ -285,9 +313,47 @@ class Simulation:
             self._migration_of[instance].source_emptied()
             return
         self.cluster.mark_idle(instance)
-        instance.keep_alive = self.clock.call_in(self.config.keep_alive_s, self._expire, instance)
+        now = self.clock.now
+        decision = self.keep_alive.idle(instance, now)
+        if decision.keep_s is None:
+            instance.keep_alive = self._until_needed
+        else:
+            instance.keep_alive = self.clock.call_in(decision.keep_s, self._expire, instance)
+        if decision.prewarm_in_s is not None:
+            model = instance.model.name
+            pending = self._prewarm_at.pop(model, None)
+            if pending is not None:
+                pending.cancel()
+            self._prewarm_at[model] = self.clock.call_in(
+                decision.prewarm_in_s, self._prewarm, model
+            )
         self.queue.drain()
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
         self.cluster.stop(instance, "expired")
+
+    # --- pre-warming ---
+
+    def _demand(self, model: str) -> None:
+        """A request of `model` woke an idle instance or started one: a pending pre-warm
+        is moot."""
+        self.keep_alive.demand(model, self.clock.now)
+        pending = self._prewarm_at.pop(model, None)
+        if pending is not None:
+            pending.cancel()
+
+    def _prewarm(self, model: str) -> None:
+        """Start an instance of `model` for the request the policy expects, where the
+        placement policy would start one; not if the model has an instance already, nor
+        if a start there would displace a running instance."""
+        del self._prewarm_at[model]
+        if self.cluster.live[model]:
+            return
+        request = Request(-1, model, self.clock.now, 1, 1)
+        decision = self.policy.place(request, self.queue.view(-1))
+        if not isinstance(decision, Start) or decision.migrate or decision.preempt:
+            return
+        instance = self._launch(model, decision.server)
+        instance.prewarmed = True
+        self.prewarms += 1

@@ -22,6 +22,7 @@ import pandas as pd
 import tomli_w
 
 import traces
+from sim.api import with_keep_alive
 from sim.common import seeds
 from sim.common.publish import (
     check_replaceable,
@@ -70,6 +71,8 @@ def _configs(sweep: Sweep) -> dict[str | None, ClusterConfig]:
     configs = {}
     for cluster in sweep.clusters:
         config = load_config(cluster)
+        if sweep.keep_alive is not None:
+            config = with_keep_alive(config, sweep.keep_alive)
         for trace in sweep.traces:
             traces.load(trace, list(config.models), seeds.rng(0, "trace"), config.zipf_exponent)
         configs[None if cluster is None else str(cluster)] = config

@@ -13,6 +13,7 @@ bundled trace or the default cluster):
     jobs = 2
     out = "sweeps/mine"
     ray_address = "auto"          # an existing Ray cluster; omit to start a local one
+    keep_alive = "histogram"      # every run's keep-alive policy; omit: each cluster's own
 """
 
 import itertools
@@ -27,6 +28,7 @@ from policies import get_policy
 from sim.common import bounds
 from sim.common.errors import InputError
 from sim.common.toml_file import read_toml
+from sim.keep_alive import check_keep_alive
 
 BACKENDS = ("local", "ray")
 DEFAULT = "default"
@@ -76,6 +78,7 @@ class Sweep:
     jobs: int | None  # None: one per CPU
     out: Path
     ray_address: str | None
+    keep_alive: str | None = None  # None: each cluster's own
 
     def points(self) -> list[RunPoint]:
         """Every run, seeds innermost so that early results cover whole settings."""
@@ -110,6 +113,8 @@ class Sweep:
             table["jobs"] = self.jobs
         if self.ray_address is not None:
             table["ray_address"] = self.ray_address
+        if self.keep_alive is not None:
+            table["keep_alive"] = self.keep_alive
         return table
 
 
@@ -211,6 +216,10 @@ def _address(value: Any, base: Path) -> str | None:
     return value
 
 
+def _keep_alive(value: Any, base: Path) -> str | None:
+    return None if value is None else check_keep_alive(value)
+
+
 # key -> (default, parser of (value, directory that relative paths start from))
 _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
     "policies": (["random", "locality", "migration", "startup-aware"], _policies),
@@ -222,6 +231,7 @@ _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
     "jobs": (None, _jobs),
     "out": (None, _out),
     "ray_address": (None, _address),
+    "keep_alive": (None, _keep_alive),
 }
 
 

@@ -6,6 +6,7 @@ import sys
 
 import pandas as pd
 import pytest
+from refusal import assert_one_line, tree
 
 
 def sim(*args, cwd):
@@ -38,6 +39,7 @@ def test_a_default_run_writes_a_complete_run_directory(tmp_path):
         "requests_per_wall_s", "policy", "seed", "versions", "config_sha256", "trace",
     ):  # fmt: skip
         assert key in s
+    assert (s["keep_alive"], s["prewarms"], s["prewarm_hits"]) == ("fixed", 0, 0)
     assert s["requests"] == s["completed"] == 8819
     requests = pd.read_parquet(out / "requests.parquet")
     assert len(requests) == 8819 and (requests["status"] == "done").all()
@@ -87,6 +89,12 @@ def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
     [
         (["--policy", "clairvoyant"], "unknown policy 'clairvoyant'"),
         (["--queue", "lifo"], "--queue: unknown queue discipline 'lifo'"),
+        (["--keep-alive", "lru"], "--keep-alive: unknown keep-alive policy 'lru'"),
+        (["--keep-alive", "fixed:soon"], "--keep-alive: fixed: expected a number from 0"),
+        (["--keep-alive", "histogram:margin=2"], "--keep-alive: margin: expected a number"),
+        (["--keep-alive", "histogram:head"], "--keep-alive: expected key=value, got 'head'"),
+        (["--keep-alive", "greedy-dual:9"], "--keep-alive: greedy-dual takes no parameters"),
+        (["--cluster", "lru.toml"], "lru.toml: keep_alive: unknown keep-alive policy 'lru'"),
         (["--cluster", "lifo.toml"], "lifo.toml: queue: unknown queue discipline 'lifo'"),
         (["--trace", "missing.csv"], "missing.csv: no such file"),
         (["--cluster", "missing.toml"], "missing.toml: no such file"),
@@ -100,15 +108,13 @@ def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
 def test_bad_input_gets_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
     (tmp_path / "bad.toml").write_text("[[servers]]\ngpus = 0\n")
     (tmp_path / "lifo.toml").write_text('queue = "lifo"\n')
+    (tmp_path / "lru.toml").write_text('keep_alive = "lru"\n')
     (tmp_path / "bad.csv").write_text(
         "arrival_s,model,input_tokens,output_tokens\n0,opt-6.7b,5,5\n1,opt-6.7b,5,0\n"
     )
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("precious")
-    before = sorted(p.name for p in tmp_path.iterdir())
+    before = tree(tmp_path)
     result = sim("run", *args, cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and expected in result.stderr
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
-    assert (tmp_path / "mine" / "notes.txt").read_text() == "precious"
+    assert_one_line(result.returncode, result.stdout, result.stderr, expected)
+    assert tree(tmp_path) == before

@@ -7,6 +7,7 @@ import os
 import stat
 
 import pytest
+from refusal import refused
 
 from analysis.cli import main as analysis
 from calibration.checkpoint.convert import main as convert
@@ -16,14 +17,8 @@ from sim.common.publish import MARKER
 RUN = ["run", "--max-requests", "10", "--quiet", "--out"]
 
 
-def snapshot(directory):
-    return {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
-
-
-def refused(capsys, status, what):
-    err = capsys.readouterr().err
-    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"exists and is not a thaw {what} directory" in err
+def not_ours(what):
+    return f"exists and is not a thaw {what} directory"
 
 
 @pytest.mark.parametrize("lookalike", ["summary.json", "config.toml", MARKER])
@@ -32,9 +27,7 @@ def test_run_refuses_a_directory_that_merely_looks_like_a_run(tmp_path, capsys, 
     out.mkdir()
     (out / lookalike).write_text('{"kind": "report", "files": []}')
     (out / "thesis.tex").write_text("precious")
-    before = snapshot(out)
-    refused(capsys, sim([*RUN, str(out)]), "run")
-    assert snapshot(out) == before
+    refused(capsys, sim, [*RUN, str(out)], not_ours("run"), keeps=out)
 
 
 def test_run_replaces_its_own_output_but_not_once_the_user_added_a_file(tmp_path, capsys):
@@ -42,9 +35,7 @@ def test_run_replaces_its_own_output_but_not_once_the_user_added_a_file(tmp_path
     assert sim([*RUN, str(out)]) == 0
     assert sim([*RUN, str(out), "--seed", "1"]) == 0  # ours, unchanged: replaced
     (out / "notes.txt").write_text("mine now")
-    before = snapshot(out)
-    refused(capsys, sim([*RUN, str(out)]), "run")
-    assert snapshot(out) == before
+    refused(capsys, sim, [*RUN, str(out)], not_ours("run"), keeps=out)
 
 
 def test_an_empty_directory_is_a_fine_output(tmp_path):
@@ -60,9 +51,8 @@ def test_report_refuses_a_directory_holding_a_report_md_of_the_users(tmp_path, c
     out.mkdir()
     (out / "report.md").write_text("my own report")
     (out / "figure.png").write_bytes(b"mine")
-    before = snapshot(out)
-    refused(capsys, analysis(["report", str(tmp_path / "r"), "-o", str(out)]), "report")
-    assert snapshot(out) == before
+    refused(capsys, analysis, ["report", str(tmp_path / "r"), "-o", str(out)],
+            not_ours("report"), keeps=out)  # fmt: skip
 
 
 def test_convert_refuses_a_lookalike_checkpoint(tmp_path, capsys):
@@ -74,9 +64,7 @@ def test_convert_refuses_a_lookalike_checkpoint(tmp_path, capsys):
     out.mkdir()
     (out / "index.json").write_text("{}")
     (out / "tensors.bin").write_bytes(b"precious")
-    before = snapshot(out)
-    refused(capsys, convert([str(src), str(out)]), "checkpoint")
-    assert snapshot(out) == before
+    refused(capsys, convert, [str(src), str(out)], not_ours("checkpoint"), keeps=out)
 
 
 def test_sweep_refuses_a_directory_holding_the_users_sweep_file(tmp_path, capsys, monkeypatch):
@@ -84,9 +72,8 @@ def test_sweep_refuses_a_directory_holding_the_users_sweep_file(tmp_path, capsys
     out = tmp_path / "study"
     out.mkdir()
     (out / "sweep.toml").write_text("# my sweep, with comments\nseeds = 1\n")
-    before = snapshot(out)
-    refused(capsys, sim(["sweep", "--seeds", "1", "--out", str(out), "--quiet"]), "sweep")
-    assert snapshot(out) == before
+    argv = ["sweep", "--seeds", "1", "--out", str(out), "--quiet"]
+    refused(capsys, sim, argv, not_ours("sweep"), keeps=out)
 
 
 def test_a_failed_run_leaves_no_directory_it_created(tmp_path, capsys, monkeypatch):
@@ -111,9 +98,8 @@ def test_published_files_and_directories_take_the_umask(tmp_path):
 
 def test_an_out_that_cannot_be_created_is_refused_before_the_run(tmp_path, capsys):
     (tmp_path / "file").write_text("not a directory")
-    assert sim([*RUN, str(tmp_path / "file" / "run")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot be created" in err
+    refused(capsys, sim, [*RUN, str(tmp_path / "file" / "run")], "cannot be created",
+            keeps=tmp_path)  # fmt: skip
 
 
 def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys):
@@ -121,10 +107,8 @@ def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys)
     assert sim([*RUN, str(run)]) == 0
     summary = json.loads((run / "summary.json").read_text())
     (run / "summary.json").write_text(json.dumps({**summary, "schema_version": 99}))
-    assert analysis(["report", str(run), "-o", str(tmp_path / "report")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "schema_version 99" in err
-    assert not (tmp_path / "report").exists()
+    argv = ["report", str(run), "-o", str(tmp_path / "report")]
+    refused(capsys, analysis, argv, "schema_version 99", keeps=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -149,7 +133,6 @@ def test_ctrl_c_is_one_line_and_exit_130_and_writes_nothing(
 
     monkeypatch.setattr(target, interrupted)
     paths = {"OUT": tmp_path / "out", "RUN": tmp_path / "run", "SRC": tmp_path / "model.pt"}
-    assert main([str(paths.get(a, a)) for a in argv]) == 130
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.endswith(": interrupted\n")
-    assert not (tmp_path / "out").exists()
+    argv = [str(paths.get(a, a)) for a in argv]
+    err = refused(capsys, main, argv, keeps=tmp_path, expected=130)
+    assert err.endswith(": interrupted\n")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+from refusal import refused
 
 import traces
 from sim.api import replay
@@ -125,6 +126,7 @@ def test_help_documents_every_option(capsys):
         "--backend",
         "--jobs",
         "--ray-address",
+        "--keep-alive",
         "--out",
         "--quiet",
     ):
@@ -146,6 +148,8 @@ def test_help_documents_every_option(capsys):
         (["--traces", "a/t.csv,b/t.csv"], "", "have the same name 't'"),
         (["--out", "mine"], "", "mine: exists and is not a thaw sweep directory"),
         (["--jobs", "0"], "", "--jobs: expected a positive integer"),
+        (["--keep-alive", "lru"], "", "--keep-alive: unknown keep-alive policy 'lru'"),
+        (["s.toml"], 'keep_alive = "fixed:-1"\n', "s.toml: keep_alive: fixed: expected a"),
         (["--backend", "ray", "--ray-address", "127.0.0.1:1"], "", "127.0.0.1:1: cannot connect"),
     ],
 )
@@ -160,15 +164,7 @@ def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
         trace_head(tmp_path, 5).rename(tmp_path / sub / "t.csv")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("precious")
-    before = sorted(str(p) for p in tmp_path.rglob("*"))
-    try:
-        status = main(["sweep", *args, "--quiet"])
-    except SystemExit as exit_:  # argparse's usage errors
-        status = exit_.code
-    err = capsys.readouterr().err
-    assert status == 2
-    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
-    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    refused(capsys, main, ["sweep", *args, "--quiet"], expected, keeps=tmp_path)
 
 
 @pytest.fixture(scope="module")

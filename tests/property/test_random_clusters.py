@@ -1,5 +1,6 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
-included), the catalog, the start-up engines, the trace, the keep-alive, the queue
+included), the catalog, the start-up engines, the trace, the keep-alive (its length and
+its policy, pre-warming included), the queue
 discipline and the policy, the books hold after every event (`--check`) and a fixed seed
 gives identical results."""
 
@@ -15,6 +16,8 @@ from sim.queues import queue_names
 from sim.simulator import Simulation
 
 BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
+# Short bins and few samples, so that the histogram pre-warms within a 60-s trace.
+KEEP_ALIVES = ["fixed", "fixed:5", "greedy-dual", "histogram:bin_s=1,min_samples=1,cv_min=0"]
 
 
 @st.composite
@@ -48,6 +51,7 @@ def clusters(draw):
     servers = sum(g["count"] for g in server_groups)
     engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
+    text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from checkpoint_support import llama_like, write
+from refusal import refused
 
 import calibration
 from calibration.checkpoint import verify
@@ -143,10 +144,7 @@ def corrupted(request, tmp_path):
 
 def test_verify_reports_each_corruption_in_one_line(corrupted, capsys):
     path, reason = corrupted
-    assert verify.main([str(path)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.count("\n") == 1
-    assert str(path) in captured.err and reason in captured.err
+    refused(capsys, verify.main, [str(path)], str(path), reason, keeps=path)
 
 
 @pytest.mark.parametrize("mode", ["direct", "buffered", "map"])

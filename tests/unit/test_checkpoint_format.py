@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 from checkpoint_support import every_dtype, llama_like, same_bits, write
+from refusal import assert_one_line, refused
 from safetensors.torch import save_file
 
 import calibration
@@ -175,10 +176,8 @@ def test_convert_refuses_bad_sources_in_one_line(tmp_path, capsys, name, content
         torch.save({"w": _NotATensor()}, src)  # weights_only=True must refuse to unpickle it
     elif content is not False:
         torch.save(content, src)
-    assert convert.main([str(src), str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(src) in err and reason in err
-    assert not (tmp_path / "out").exists()
+    argv = [str(src), str(tmp_path / "out")]
+    refused(capsys, convert.main, argv, str(src), reason, keeps=tmp_path)
 
 
 def test_convert_cli_end_to_end(tmp_path):
@@ -192,8 +191,7 @@ def test_convert_cli_end_to_end(tmp_path):
     assert result.returncode == 0 and "ok" in result.stdout and result.stderr == ""
     (out / INDEX_NAME).write_text("{")
     result = subprocess.run(verify, capture_output=True, text=True, check=False)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "bad JSON" in result.stderr and "Traceback" not in result.stderr
+    assert_one_line(result.returncode, result.stdout, result.stderr, "bad JSON")
 
 
 def test_non_contiguous_and_shared_tensors_are_written_as_their_values(tmp_path):
@@ -208,7 +206,5 @@ def test_a_bad_alignment_is_refused(tmp_path, capsys):
         write(tmp_path, llama_like(), alignment=3000)
     src = tmp_path / "model.safetensors"
     save_file(llama_like(), src)
-    with pytest.raises(SystemExit) as exit_info:
-        convert.main([str(src), str(tmp_path / "out"), "--alignment", "12"])
-    assert exit_info.value.code == 2 and capsys.readouterr().err.count("\n") == 1
-    assert not (tmp_path / "out").exists()
+    argv = [str(src), str(tmp_path / "out"), "--alignment", "12"]
+    refused(capsys, convert.main, argv, "--alignment", keeps=tmp_path)

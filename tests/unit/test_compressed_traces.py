@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from refusal import refused
 
 import traces
 from sim.common import seeds
@@ -43,6 +44,4 @@ def test_convert_writes_gzip_that_reads_back(tmp_path):
 def test_a_gz_that_is_not_gzip_is_one_line(tmp_path, capsys):
     fake = tmp_path / "trace.csv.gz"
     fake.write_text("arrival_s,model,input_tokens,output_tokens\n0,m0,1,1\n")
-    assert main(["stats", str(fake)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(fake) in err and "not a gzip file" in err
+    refused(capsys, main, ["stats", str(fake)], str(fake), "not a gzip file", keeps=tmp_path)

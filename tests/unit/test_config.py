@@ -36,7 +36,10 @@ def test_a_server_group_fills_missing_keys_from_the_default_group(tmp_path):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("keep_alive = 3\n", "keep_alive: unknown key"),
+        ("keep_alive_secs = 3\n", "keep_alive_secs: unknown key"),
+        ("keep_alive = 3\n", "keep_alive: expected a string NAME[:params], got 3"),
+        ('keep_alive = "histogram:tail=101"\n', "keep_alive: tail: expected a number from 0"),
+        ('keep_alive = "histogram:head=50,tail=10"\n', "keep_alive: head (50) must not"),
         ("[[servers]]\ngpus = -1\n", "servers[0].gpus: expected a positive integer"),
         ('[[servers]]\nnetwork = "fast"\n', "servers[0].network"),
         ('[[servers]]\nssd_read = "0GB/s"\n', "servers[0].ssd_read: expected a positive"),

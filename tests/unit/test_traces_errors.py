@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from refusal import assert_one_line, refused, tree
 
 import traces
 from traces.cli import main
@@ -109,17 +110,6 @@ def cli(*args, cwd):
     )
 
 
-def in_process(args, tmp_path, capsys, monkeypatch):
-    """`python -m traces ARGS` without starting an interpreter: (status, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    try:
-        status = main(args)
-    except SystemExit as exit_:
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 # Through a real process: what a user sees, exit status included.
 SUBPROCESS = ["wrong delimiter", "NaN arrival", "negative count", "unparsable timestamp",
               "binary garbage"]  # fmt: skip
@@ -129,12 +119,11 @@ SUBPROCESS = ["wrong delimiter", "NaN arrival", "negative count", "unparsable ti
 def test_the_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, case):
     text, expected = CASES[case]
     (tmp_path / "bad.csv").write_bytes(text if isinstance(text, bytes) else text.encode())
+    before = tree(tmp_path)
     result = cli("convert", "bad.csv", "-o", "out.parquet", cwd=tmp_path)
-    assert result.returncode == 2, result.stdout
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert_one_line(result.returncode, result.stdout, result.stderr, expected)
     assert result.stderr.startswith("python -m traces convert: error: bad.csv: ")
-    assert expected in result.stderr and result.stdout == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+    assert tree(tmp_path) == before
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -143,13 +132,10 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
 ):
     text, expected = CASES[case]
     (tmp_path / "bad.csv").write_bytes(text if isinstance(text, bytes) else text.encode())
+    monkeypatch.chdir(tmp_path)
     for command in (["stats", "bad.csv"], ["convert", "bad.csv", "-o", "out.csv"]):
-        command += ["--models", "m0,m1"]
-        status, out, err = in_process(command, tmp_path, capsys, monkeypatch)
-        assert status == 2 and out == "" and err.count("\n") == 1
+        err = refused(capsys, main, [*command, "--models", "m0,m1"], expected, keeps=tmp_path)
         assert err.startswith(f"python -m traces {command[0]}: error: bad.csv: ")
-        assert expected in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
 
 
 @pytest.mark.parametrize(
@@ -178,7 +164,5 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
 def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, expected):
     (tmp_path / "t.csv").write_text(PROC)
     (tmp_path / "c.toml").write_text("models = 3\n")
-    status, out, err = in_process(args, tmp_path, capsys, monkeypatch)
-    assert status == 2 and err.count("\n") == 1 and out == ""
-    assert expected in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "t.csv"]
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, main, args, expected, keeps=tmp_path)

@@ -1,0 +1,99 @@
+"""The keep-alive interface: how long an idle instance keeps its GPUs, which idle instance
+gives them up under pressure, and when to start one before a request comes (pre-warm).
+
+The simulator asks the policy whenever an instance goes idle (`idle`), tells it whenever
+a request of a model needed an instance that was not busy, waking an idle one or starting
+one (`demand`), and asks it which idle instance of a server to stop when a start needs
+its GPUs (`victim`). A policy is chosen as `NAME[:params]` (`--keep-alive`, or
+`keep_alive` in the cluster TOML); policies register by name, one module each, and
+`sim/keep_alive/__init__.py` imports them all.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sim.instance import Instance
+    from sim.server import Server
+
+
+@dataclass(frozen=True)
+class Idle:
+    """What becomes of an instance that just went idle.
+
+    `keep_s`: seconds it stays warm (0: it stops at once); None: until a start needs its
+    GPUs. `prewarm_in_s`: start a fresh instance of its model that many seconds from now
+    (None: do not), so that the next request finds it warm.
+    """
+
+    keep_s: float | None
+    prewarm_in_s: float | None = None
+
+
+class KeepAlive(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def __init__(self, params: str, keep_alive_s: float) -> None:
+        """`params`: the text after `NAME:` ('' when none), ValueError if wrong;
+        `keep_alive_s`: the cluster's fixed keep-alive, for policies that default to it."""
+
+    def start(  # noqa: B027 (an optional hook)
+        self, arrival: "np.ndarray", model: "np.ndarray", names: list[str]
+    ) -> None:
+        """The run begins: every request's arrival time (sorted) and model (an index into
+        `names`), for policies that count requests."""
+
+    @abstractmethod
+    def idle(self, instance: "Instance", now: float) -> Idle:
+        """`instance` went idle at `now` (a pre-warmed one when ready, unused so far:
+        `instance.prewarmed`)."""
+
+    def demand(self, model: str, now: float) -> None:  # noqa: B027 (an optional hook)
+        """A request of `model` woke an idle instance or started one."""
+
+    def victim(self, server: "Server") -> "Instance":
+        """The idle instance of `server` to stop for a start: the longest idle."""
+        return next(iter(server.idle))
+
+
+_REGISTRY: dict[str, type[KeepAlive]] = {}
+
+
+def register(name: str) -> Callable[[type[KeepAlive]], type[KeepAlive]]:
+    """Class decorator: make a policy available as `--keep-alive name[:params]`."""
+
+    def add(cls: type[KeepAlive]) -> type[KeepAlive]:
+        if name in _REGISTRY:
+            raise ValueError(f"keep-alive policy {name!r} is registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return add
+
+
+def keep_alive_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_keep_alive(spec: str, keep_alive_s: float) -> KeepAlive:
+    """The policy `spec` names (`NAME[:params]`), on a cluster whose fixed keep-alive is
+    `keep_alive_s`; ValueError says why not."""
+    if not isinstance(spec, str):
+        raise ValueError(f"expected a string NAME[:params], got {spec!r}")
+    name, _, params = spec.partition(":")
+    if name not in _REGISTRY:
+        known = ", ".join(keep_alive_names())
+        raise ValueError(f"unknown keep-alive policy {name!r} (known: {known})")
+    return _REGISTRY[name](params, keep_alive_s)
+
+
+def check_keep_alive(spec: str) -> str:
+    """`spec` if it names a policy with valid parameters; ValueError says why not."""
+    make_keep_alive(spec, 0.0)
+    return spec

@@ -1,0 +1,26 @@
+"""`fixed[:SECONDS]`: every idle instance stays warm the same time, then stops.
+
+The baseline of Shahrad et al., "Serverless in the Wild" (USENIX ATC '20), as FaaS
+platforms use it, and thaw's default: SECONDS defaults to the cluster's
+`keep_alive_s`, so `fixed` alone reproduces the runs made before keep-alive was a policy.
+Under GPU pressure the longest-idle instance of the chosen server stops first.
+"""
+
+from typing import TYPE_CHECKING
+
+from sim.common import bounds
+from sim.keep_alive.base import Idle, KeepAlive, register
+from sim.keep_alive.params import number
+
+if TYPE_CHECKING:
+    from sim.instance import Instance
+
+
+@register("fixed")
+class Fixed(KeepAlive):
+    def __init__(self, params: str, keep_alive_s: float) -> None:
+        seconds = number(params, "fixed", 0.0, bounds.SECONDS) if params else keep_alive_s
+        self._idle = Idle(seconds)
+
+    def idle(self, instance: "Instance", now: float) -> Idle:
+        return self._idle

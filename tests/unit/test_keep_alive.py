@@ -1,0 +1,170 @@
+"""Keep-alive policies checked by hand on one server: which requests find a warm instance,
+which instance gives up its GPU, and what pre-warming starts.
+
+Sizes and bandwidths are exact in binary floating point, so times compare with ==. Every
+checkpoint (4 GiB, one GPU) starts on the server's SSD: a first start takes 2 s of
+start-up and 2 s of load (2 GiB/s); a start once it is in DRAM loads over one GPU's PCIe
+(4 GiB/s) in 1 s. A 512-token prompt prefills in 0.5 s, and each further token takes
+0.125 s.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sim.common import seeds
+from sim.config import load_config
+from sim.keep_alive import make_keep_alive
+from sim.simulator import Simulation
+
+CLUSTER = """
+keep_alive_s = 60.0
+instance_startup_s = 2.0
+keep_alive = "{keep_alive}"
+
+[[servers]]
+name = "one"
+count = 1
+gpus = 2
+gpu_memory = "16GiB"
+dram = "64GiB"
+ssd = "64GiB"
+ssd_read = "2GiB/s"
+network = "1GiB/s"
+pcie = "4GiB/s"
+"""
+
+MODEL = """
+[models.{name}]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+max_batch = 4
+ssd_servers = [0]
+"""
+
+
+def run(tmp_path, keep_alive, rows, models=("a",)):
+    path = tmp_path / "cluster.toml"
+    path.write_text(CLUSTER.format(keep_alive=keep_alive) + "".join(
+        MODEL.format(name=m) for m in models))  # fmt: skip
+    config = load_config(path)
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(config, trace, "locality", seeds.rng(0, "policy"), check=True)
+    sim.run()
+    return sim
+
+
+def tiers(sim):
+    return [["warm", "dram", "ssd", "remote"][t] for t in sim.table.tier]
+
+
+def test_fixed_keeps_an_idle_instance_for_its_seconds_only(tmp_path):
+    rows = [(0.0, "a", 512, 1), (15.0, "a", 512, 1)]
+    short = run(tmp_path, "fixed:10", rows)
+    # Idle at 4.5 (2 s start-up, 2 s from SSD, 0.5 s prefill), stopped at 14.5: the
+    # request at 15 starts again, from DRAM (2 s + 1 s).
+    assert tiers(short) == ["ssd", "dram"]
+    assert list(short.table.ttft_s) == [4.5, 3.5]
+    assert short.cluster.gpu_seconds == 14.5 + 3.5 + 10.0
+    long = run(tmp_path, "fixed:20", rows)
+    assert tiers(long) == ["ssd", "warm"] and long.table.ttft_s[1] == 0.5
+    assert long.cluster.gpu_seconds == 15.5 + 20.0
+
+
+def test_fixed_alone_takes_the_clusters_keep_alive_s(tmp_path):
+    rows = [(0.0, "a", 512, 1), (64.0, "a", 512, 1), (130.0, "a", 512, 1)]
+    sim = run(tmp_path, "fixed", rows)
+    # keep_alive_s = 60: idle at 4.5, warm at 64 (idle again at 64.5), cold at 130.
+    assert tiers(sim) == ["ssd", "warm", "dram"]
+
+
+# Every 600 s, one request; the idle times are 595.5 and then 599.5 s: all in the
+# 1-minute bin [540, 600).
+PERIODIC = [(600.0 * k, "a", 512, 1) for k in range(8)]
+
+
+def test_histogram_learns_a_period_and_prewarms_before_each_request(tmp_path):
+    sim = run(tmp_path, "histogram:min_samples=3", PERIODIC)
+    # Three idle times (to the requests at 600, 1200, 1800) fall back to the 4-hour
+    # keep-alive: those requests find the first instance warm. From the third on, the
+    # head and the tail are the bin [540, 600): after each request the instance stops,
+    # and 540 x 0.9 = 486 s later a fresh one starts (from DRAM: ready 3 s later), warm
+    # until 600 x 1.1 = 660 s after the idle moment, i.e. 174 s.
+    assert tiers(sim) == ["ssd"] + ["warm"] * 7
+    assert list(sim.table.ttft_s) == [4.5] + [0.5] * 7
+    assert sim.prewarms == 5 and sim.prewarm_hits == 4  # the last one waits in vain
+    assert sim.loads_by_tier == {"dram": 5, "ssd": 1, "remote": 0}
+    # GPU time: the first instance to 1800.5; four pre-warms from 486 s after an idle
+    # moment to the request's end 114 s later; the last from 4686.5 to 4689.5 + 174.
+    assert sim.cluster.gpu_seconds == pytest.approx(1800.5 + 4 * 114.0 + 177.0, abs=1e-9)
+    log = sim.cluster.log.frame()
+    assert list(log["end"]) == ["expired"] * 6
+
+
+def test_fixed_keep_alive_shorter_than_the_period_misses_every_time(tmp_path):
+    sim = run(tmp_path, "fixed:60", PERIODIC)
+    assert tiers(sim) == ["ssd"] + ["dram"] * 7 and sim.prewarms == 0
+
+
+def test_histogram_without_enough_samples_keeps_the_fallback_window(tmp_path):
+    sim = run(tmp_path, "histogram:fallback_s=100", [(0.0, "a", 512, 1), (150.0, "a", 512, 1)])
+    assert tiers(sim) == ["ssd", "dram"] and sim.prewarms == 0
+    assert sim.cluster.gpu_seconds == 104.5 + 3.5 + 100.0
+
+
+# a is asked three times at 0 and idles at 7.5 (both instances ready at 2 + 4 = 6, the two
+# loads sharing the SSD; three prefills); b once, idling at 11.5 after 41 tokens. Then c
+# needs a GPU at 12, and a comes back at 13.
+EVICTION = [
+    (0.0, "a", 512, 1),
+    (0.0, "a", 512, 1),
+    (0.0, "a", 512, 1),
+    (0.0, "b", 512, 41),
+    (12.0, "c", 512, 1),
+    (13.0, "a", 512, 1),
+]
+
+
+def test_greedy_dual_evicts_the_idle_instance_of_lowest_priority(tmp_path):
+    sim = run(tmp_path, "greedy-dual", EVICTION, models=("a", "b", "c"))
+    # Priorities (clock 0 + requests so far x 6 s cold start / 1 GPU): a 18, b 6: c takes
+    # b's GPU, and a's request at 13 finds a warm.
+    assert tiers(sim)[4:] == ["ssd", "warm"]
+    log = sim.cluster.log.frame().set_index("model")
+    assert log.loc["b", "end"] == "reclaimed" and log.loc["b", "ended_s"] == 12.0
+    # Nothing ever expires: a and c stop when the run has nothing left, at 13.5 and 16.5.
+    assert log.loc["a", "end"] == "expired" and log.loc["a", "ended_s"] == 16.5
+    assert sim.keep_alive._clock == {0: 6.0}  # the server's clock: b's priority
+
+
+def test_a_long_fixed_keep_alive_evicts_the_longest_idle_instead(tmp_path):
+    sim = run(tmp_path, "fixed:100", EVICTION, models=("a", "b", "c"))
+    # a, idle since 7.5, goes first; at 13 a reclaims b and starts again from DRAM.
+    assert tiers(sim)[4:] == ["ssd", "dram"]
+    assert sim.table.ttft_s[5] == 2.0 + 1.0 + 0.5
+
+
+def test_greedy_dual_counts_frequency_from_the_trace(tmp_path):
+    policy = make_keep_alive("greedy-dual", 60.0)
+    arrival = np.array([0.0, 1.0, 2.0, 3.0])
+    policy.start(arrival, np.array([0, 1, 0, 0]), ["a", "b"])
+    assert [len(policy._arrivals[m]) for m in ("a", "b")] == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("fixed:-1", "fixed: expected a number from 0"),
+        ("fixed:1:2", "fixed: expected a number"),
+        ("histogram:bin_s=0", "bin_s: expected a number from 0.001"),
+        ("histogram:min_samples=2.5", "min_samples: expected an integer"),
+        ("histogram:range_s=1e9,bin_s=1", "at most 1000000 bins"),
+        ("histogram:margin=0.1,", "expected key=value, got ''"),
+        ("Fixed", "unknown keep-alive policy 'Fixed'"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong(spec, message):
+    with pytest.raises(ValueError, match=message):
+        make_keep_alive(spec, 60.0)
