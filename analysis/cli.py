@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
         "report",
         help="figures and a Markdown report for a run, a directory of runs, or a sweep",
         description="Write figures (PNG and SVG) and report.md with tables of TTFT "
-        "percentiles and SLO attainment (bootstrap 95%% intervals over seeds), cost and loads.",
+        "percentiles and SLO attainment (bootstrap 95% intervals over seeds), cost and loads.",
     )
     report.add_argument(
         "source",

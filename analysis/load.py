@@ -1,6 +1,6 @@
 """Load results into DataFrames: a run directory, a directory of runs, or a sweep.
 
-Only result files are read (DESIGN.md): `summary.json` and `requests.parquet` of each
+Only result files are read (docs/design.md): `summary.json` and `requests.parquet` of each
 run, through the schema in `sim.results.schema`. Of a sweep, `sweep.parquet` says which runs
 belong to its grid; their rows come from their summaries, like any other run's.
 """

@@ -207,7 +207,7 @@ class Simulation:
         if instance.prewarmed:
             instance.prewarmed = False
             self.prewarm_hits += 1
-        self.table.placed(i, self.clock.now, instance.server, tier, estimate_s)
+        self.table.placed(i, self.clock.now, instance.server, instance.id, tier, estimate_s)
         instance.admit(i, int(self.table.input_tokens[i]), int(self.table.output_tokens[i]))
 
     # --- cold starts ---

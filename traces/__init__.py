@@ -1,4 +1,4 @@
-"""Trace readers: every supported format into the canonical request table of DESIGN.md.
+"""Trace readers: every supported format into the canonical request table of docs/design.md.
 
 `load(path, models, ...)` detects the format from the header (or takes `fmt`), reads it,
 turns invocations into requests where the format counts function calls, gives requests

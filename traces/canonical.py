@@ -1,4 +1,4 @@
-"""The canonical trace (DESIGN.md): `arrival_s, model, input_tokens, output_tokens`.
+"""The canonical trace (docs/design.md): `arrival_s, model, input_tokens, output_tokens`.
 
 Optional columns `request_id` and `slo_ttft_s` are kept. CSV or Parquet. Models become a
 categorical column (one string per distinct model, not per row). Rows stay in file order

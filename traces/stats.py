@@ -15,7 +15,7 @@ def _tokens(values: np.ndarray) -> dict:
 
 
 def statistics(trace: Trace) -> dict:
-    """rows/duration is the mean rate (as in ../shared/traces/README.md); the inter-arrival
+    """rows/duration is the mean rate (as in docs/traces.md); the inter-arrival
     CV uses the population standard deviation (1 for a Poisson process, 0 for a clock)."""
     frame = trace.frame
     t = frame["arrival_s"].to_numpy()

@@ -58,6 +58,14 @@ class Backfill(Fifo):
             head_model = self.order()[0]
             self._reserve(self.waiting[head_model][0], head_model)
 
+    def requeue(self, i: int, model: str) -> None:
+        """A preempted request goes back in arrival order; if it is older than the head
+        holding the reservation, that head is no longer the oldest: the reservation goes,
+        and the next drain reserves for the new head."""
+        super().requeue(i, model)
+        if self.holder is not None and i < self.holder:
+            self._release()
+
     def drain(self) -> None:
         if self._draining or not self.waiting:
             return

@@ -37,6 +37,7 @@ class RequestTable:
         self.input_tokens = trace["input_tokens"].to_numpy(dtype=np.int64)
         self.output_tokens = trace["output_tokens"].to_numpy(dtype=np.int64)
         self.server = np.full(n, -1, dtype=np.int32)
+        self.instance = np.full(n, -1, dtype=np.int64)
         self.tier = np.full(n, -1, dtype=np.int8)
         self.status = np.zeros(n, dtype=np.int8)
         self.placed_at = np.full(n, np.nan)
@@ -54,9 +55,12 @@ class RequestTable:
         self.preemptions = np.zeros(n, dtype=np.int32)
         self.wasted_tokens = 0.0  # generated, then lost to a preemption
 
-    def placed(self, i: int, now: float, server: int, tier: str, estimate_s: float) -> None:
+    def placed(
+        self, i: int, now: float, server: int, instance: int, tier: str, estimate_s: float
+    ) -> None:
         self.placed_at[i] = now
         self.server[i] = server
+        self.instance[i] = instance
         self.tier[i] = START_TIERS.index(tier)
         self.estimate_s[i] = estimate_s
 
@@ -94,6 +98,7 @@ class RequestTable:
         self.wasted_tokens += self.generated[i] + generated  # earlier instances' tokens too
         self.generated[i] = 0.0
         self.server[i] = -1
+        self.instance[i] = -1
         self.tier[i] = -1
         for column in (
             self.placed_at,
@@ -124,7 +129,7 @@ class RequestTable:
         self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")
 
     def frame(self) -> pd.DataFrame:
-        """The requests table of DESIGN.md ("Results")."""
+        """The requests table of docs/results.md."""
         # Code -1 (never placed) indexes the last entry, "none".
         names = [*(tier.value for tier in START_TIERS), "none"]
         tier = np.array(names, dtype=object)[self.tier]
@@ -136,6 +141,7 @@ class RequestTable:
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
                 "server": self.server,
+                "instance": self.instance,
                 "tier": pd.Categorical(tier, categories=names),
                 "queue_s": self.queue_s,
                 "startup_s": self.startup_s,

@@ -1,9 +1,9 @@
 """Property tests: whatever the policy, migrations and preemptions lose nothing.
 
 Every request ends exactly once, having received exactly its output tokens (the
-simulator raises otherwise: `RequestTable.done`), its TTFT splits exactly into its parts,
-the cluster's books hold after every event (`sim.invariants`), and a fixed seed gives
-identical results.
+simulator raises otherwise: `RequestTable.done`), its timeline agrees with its instance's
+(`tests/timeline.py`), the cluster's books hold after every event (`sim.invariants`), and
+a fixed seed gives identical results.
 """
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 from conftest import simulate, tiny_config
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
+from timeline import check_timeline
 
 from policies import policy_names
 
@@ -52,7 +53,7 @@ def test_every_request_ends_once_with_all_its_tokens(tmp_path, trace, policy, cl
     target(float(first.migrations + first.preemptions))  # steer towards contention
     assert (t.status == 1).all()
     np.testing.assert_allclose(t.generated, t.output_tokens, rtol=1e-9)
-    np.testing.assert_allclose(t.queue_s + t.startup_s + t.prefill_s, t.ttft_s, atol=1e-9)
+    check_timeline(t.frame(), first.cluster.log.frame(), config)
     assert (t.ttft_s > 0).all() and (t.e2e_s >= t.ttft_s).all()
     assert (t.migration_pause_s[t.migrations > 0] > 0).all()
     assert first.cluster.gpu_seconds >= 0

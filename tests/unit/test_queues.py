@@ -5,6 +5,8 @@ checkpoint starts on the server's SSD (2 GiB/s) and is installed in its DRAM (64
 room for all) by its first load; instances start up in 2 s.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -151,3 +153,15 @@ def test_the_queue_chosen_is_recorded_where_the_run_can_be_reproduced():
     result = simulate("locality", max_requests=50, queue="backfill")
     assert result.summary["queue"] == "backfill"
     assert 'queue = "backfill"' in result.config.to_toml()
+
+
+def test_a_preempted_request_older_than_the_head_takes_the_reservation_over(tmp_path):
+    # One GPU, one request an instance, nothing kept warm: `preemption` stops a's instance
+    # for b's head, and a's request goes back ahead of a's request that holds the
+    # reservation, which must then pass to the older one (audited after every event).
+    cfg = config(tmp_path, "backfill", [(m, 1, 1, 1.0) for m in "abcd"], gpus=1)
+    models = {name: replace(spec, max_batch=1) for name, spec in cfg.models.items()}
+    cfg = replace(cfg, keep_alive_s=0.0, models=models)
+    rows = [(0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "b", 1, 1)]
+    sim = run(cfg, rows, policy="preemption")
+    assert sim.preemptions > 0 and (sim.table.status == 1).all()
