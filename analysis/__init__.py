@@ -5,7 +5,7 @@ Reads result files only (plus `sim.results.schema` for their schema), so it work
 copied from anywhere.
 """
 
-from analysis.load import AnalysisInputError, Runs, load_runs
+from analysis.runs import AnalysisInputError, Runs, read_runs
 from analysis.stats import bootstrap_ci, cost, over_seeds, slo_attainment
 
 __all__ = [
@@ -13,7 +13,7 @@ __all__ = [
     "Runs",
     "bootstrap_ci",
     "cost",
-    "load_runs",
     "over_seeds",
+    "read_runs",
     "slo_attainment",
 ]

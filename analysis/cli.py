@@ -7,8 +7,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
 
-from analysis.load import AnalysisInputError, load_runs
 from analysis.report import check_report_dir, write_report
+from analysis.runs import AnalysisInputError, read_runs
 from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 
@@ -49,7 +49,7 @@ def report(args: argparse.Namespace) -> int:
     if not args.slo > 0:
         raise AnalysisInputError(f"--slo: expected a positive number of seconds, got {args.slo}")
     check_report_dir(args.out)
-    runs = load_runs(args.source)
+    runs = read_runs(args.source)
     write_report(runs, args.out, args.slo, args.source)
     runs_count = len(runs.table)
     print(f"report: {args.out / 'report.md'} ({runs_count} run{'s' * (runs_count > 1)})")

@@ -1,7 +1,7 @@
 """Figures meant to be read at a glance: labelled axes with units, one colour per policy
 across every figure, log scales where latencies span orders of magnitude.
 
-Each function takes DataFrames from `analysis.load` / `analysis.stats` and returns a
+Each function takes DataFrames from `analysis.runs` / `analysis.stats` and returns a
 matplotlib Figure; `analysis.report` saves them.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.load import LADDER, policy_order
+from analysis.runs import LADDER, policy_order
 from sim.results.schema import LOAD_TIERS
 
 TIER_COLOURS = {"dram": "#9ecae1", "ssd": "#4292c6", "remote": "#08306b"}

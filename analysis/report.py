@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import plots
-from analysis.load import SETTING, AnalysisInputError, Runs
+from analysis.runs import SETTING, AnalysisInputError, Runs
 from analysis.stats import cost, over_seeds, slo_attainment
 from sim.common.errors import InputError
 from sim.common.publish import check_replaceable, staged_directory

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.load import SETTING
+from analysis.runs import SETTING
 
 LEVEL = 0.95
 RESAMPLES = 2000

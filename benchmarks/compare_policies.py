@@ -15,7 +15,7 @@ from pathlib import Path
 import sim
 import traces
 from sim.common.tiers import LOAD_TIERS
-from sim.config import load_config
+from sim.config import read_config
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--trace", default=None)
     parser.add_argument("--cluster", default=None)
     args = parser.parse_args()
-    config = load_config(args.cluster)
+    config = read_config(args.cluster)
     trace_path = Path(args.trace) if args.trace else traces.default_trace()
     policies = args.policies.split(",")
     results = {

@@ -31,7 +31,7 @@ import traces
 from sim.api import with_keep_alive
 from sim.common import seeds
 from sim.common.publish import write_file_atomically
-from sim.config import load_config
+from sim.config import read_config
 from sim.results.summary import scheduling_figures
 from sim.simulator import Simulation
 
@@ -113,15 +113,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / FIGURE)
     args = parser.parse_args()
-    config = load_config(args.cluster)
+    config = read_config(args.cluster)
     started = time.perf_counter()
-    trace = traces.load(
+    trace = traces.read(
         SAMPLE,
         list(config.models),
         seeds.rng(args.seed, "trace"),
         config.zipf_exponent,
         options=traces.Options(scale=args.scale),
-    )
+    ).frame
     print(
         f"{len(trace):,} requests over {trace['arrival_s'].iloc[-1] / 3600:.1f} h "
         f"(Azure Functions 2019 sample x {args.scale:g}), {config.server_count} servers, "

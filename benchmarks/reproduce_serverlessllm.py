@@ -26,7 +26,7 @@ import numpy as np
 import traces
 from analysis.stats import bootstrap_ci
 from sim.api import replay
-from sim.config import load_config
+from sim.config import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "configs" / "serverlessllm-osdi24.toml"
@@ -45,17 +45,17 @@ def options(tokens: str, minutes: float, scale: float = 1.0) -> traces.Options:
 
 def base_rate(config, tokens: str, minutes: float) -> float:
     """Requests per second of the sample's first `minutes`, unscaled."""
-    frame = traces.load(
+    frame = traces.read(
         INVOCATIONS,
         list(config.models),
         np.random.default_rng(0),
         options=options(tokens, minutes),
-    )
+    ).frame
     return len(frame) / (minutes * 60)
 
 
 def run_grid(seeds: int, rates: list[float], minutes: float) -> list[dict]:
-    config = load_config(CLUSTER)
+    config = read_config(CLUSTER)
     cells = []
     for workload, tokens in WORKLOADS.items():
         base = base_rate(config, tokens, minutes)

@@ -27,7 +27,7 @@ import numpy as np
 
 import traces
 from sim.common import seeds
-from sim.config import load_config
+from sim.config import read_config
 from sim.simulator import Simulation
 from traces.generate import synthesize
 
@@ -45,7 +45,7 @@ def measure(requests: int, servers: int, gpus: int, policy: str, rate: float, se
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
         path.write_text(f"[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
-        config = load_config(path)
+        config = read_config(path)
     trace = synthesize(
         np.random.default_rng(seed),
         list(config.models),

@@ -109,9 +109,9 @@ class ClusterView(Protocol):
 
     def candidates(self, model: str) -> Iterable[int]: ...
 
-    def least_loaded_candidate(self, model: str) -> int | None:
+    def least_occupied_candidate(self, model: str) -> int | None:
         """Among the servers that can start `model` now, the one with the fewest GPUs in
-        use, lowest id on ties (as `least_loaded` over `candidates`, without the scan)."""
+        use, lowest id on ties (as `least_occupied` over `candidates`, without the scan)."""
         ...
 
     def can_start(self, server: int, model: str) -> bool: ...
@@ -195,17 +195,17 @@ def get_policy(name: str) -> type[Policy]:
         raise KeyError(f"unknown policy {name!r} (known: {', '.join(policy_names())})") from None
 
 
-def least_loaded(servers: Iterable[int], view: ClusterView) -> int | None:
+def least_occupied(servers: Iterable[int], view: ClusterView) -> int | None:
     """The server with the fewest GPUs in use, lowest id on ties; None if there is none."""
     return min(servers, key=lambda s: (view.gpus_in_use(s), s), default=None)
 
 
 def nearest(view: ClusterView, model: str) -> int | None:
-    """Locality: among the servers that can start `model` now, the least loaded one whose
+    """Locality: among the servers that can start `model` now, the least occupied one whose
     DRAM cache holds the checkpoint, else whose SSD does, else any (a remote load)."""
     for tier in CACHE_TIERS:
         ready = (s for s in view.holders(model, tier) if view.can_start(s, model))
-        server = least_loaded(ready, view)
+        server = least_occupied(ready, view)
         if server is not None:
             return server
-    return view.least_loaded_candidate(model)
+    return view.least_occupied_candidate(model)

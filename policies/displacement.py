@@ -11,7 +11,7 @@ next cheapest. The destinations are ranked once per decision and model.
 from collections.abc import Callable
 from itertools import combinations
 
-from policies.base import ClusterView, Decision, Move, Running, Start, least_loaded
+from policies.base import ClusterView, Decision, Move, Running, Start, least_occupied
 from sim.common.tiers import CACHE_TIERS
 
 # A way to make room on a server: (its cost, the decision), or None if there is none.
@@ -54,7 +54,7 @@ def covering_sets(
 
 def ranked_destinations(view: ClusterView, model: str, server: int) -> list[int]:
     """The servers other than `server` with room for `model` now, in locality's order:
-    DRAM holders, then SSD holders, then the rest, least loaded first within each."""
+    DRAM holders, then SSD holders, then the rest, least occupied first within each."""
     order: list[int] = []
     seen = {server}
     for group in (view.holders(model, "dram"), view.holders(model, "ssd"), view.candidates(model)):
@@ -120,11 +120,11 @@ def cheapest_moves(
 
 def start_or_make_room(view: ClusterView, model: str, make_room: RoomOption) -> Decision | None:
     """The walk `migration` and `preemption` share: in the fastest tier holding the
-    checkpoint, start on the least loaded holder with room, else take the cheapest way
+    checkpoint, start on the least occupied holder with room, else take the cheapest way
     to make room on a holder; then the next tier. None if neither tier gives a start."""
     for tier in CACHE_TIERS:
         holders = view.holders(model, tier)
-        server = least_loaded((s for s in holders if view.can_start(s, model)), view)
+        server = least_occupied((s for s in holders if view.can_start(s, model)), view)
         if server is not None:
             return Start(server)
         options = [(option[0], s, option[1]) for s in holders if (option := make_room(s))]

@@ -2,7 +2,7 @@
 
 Among the servers that can start the model now, take one whose DRAM cache holds the
 checkpoint, else one whose SSD holds it, else any (a remote load); within a tier, the
-least loaded server (fewest GPUs in use, then lowest id). It waits only when no server
+least occupied server (fewest GPUs in use, then lowest id). It waits only when no server
 has room: it does not wait for a busy server that holds the checkpoint (that is what the
 `migration` and `startup-aware` policies reason about).
 """

@@ -1,7 +1,7 @@
 """`migration`: locality, and live migration when the checkpoint's best server is busy.
 
 Take the fastest tier that holds the checkpoint anywhere (DRAM, then SSD). If a server
-holding it there can start the model now, start on the least loaded one (as `locality`).
+holding it there can start the model now, start on the least occupied one (as `locality`).
 If none can, make room on one of them by migrating running instances away: on each
 holder, the set of instances that frees enough GPUs at the smallest total cost of a
 first migration round (`a * tokens + b`: few tokens, cheap to move), each to its best

@@ -13,7 +13,7 @@ import pandas as pd
 
 import traces
 from sim.common import seeds
-from sim.config import ClusterConfig, load_config
+from sim.config import ClusterConfig, read_config
 from sim.results.run_dir import write_run
 from sim.results.summary import summarize
 from sim.simulator import Simulation
@@ -53,7 +53,7 @@ def run(
     numbers laid over a path) under `policy` with `seed`, and the configuration's queue
     discipline and keep-alive policy unless `queue` or `keep_alive` names another; see
     `replay` for the rest."""
-    config = cluster if isinstance(cluster, ClusterConfig) else load_config(cluster, profile)
+    config = cluster if isinstance(cluster, ClusterConfig) else read_config(cluster, profile)
     if queue is not None:
         config = with_queue(config, queue)
     if keep_alive is not None:
@@ -93,13 +93,13 @@ def replay(
     say) and simulate it (auditing every event if `check`): to the end, or only its first
     `max_requests` requests, or until simulated time `until`. The finished simulation,
     for callers that inspect its state beyond the tables."""
-    trace = traces.load(
+    trace = traces.read(
         trace_path,
         list(config.models),
         seeds.rng(seed, "trace"),
         config.zipf_exponent,
         options=trace_options,
-    )
+    ).frame
     if max_requests is not None:
         trace = trace.iloc[:max_requests]
     if until is not None:

@@ -19,7 +19,7 @@ from sim.queues import queue_names
 from sim.results.run_dir import check_writable
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import SWEEP_FILE, run_sweep
-from sim.sweep.grid import BACKENDS, load_sweep
+from sim.sweep.grid import BACKENDS, read_sweep
 from traces.options import add_trace_options, trace_options
 
 
@@ -291,7 +291,7 @@ def sweep(args: argparse.Namespace) -> int:
         "ray_address",
         "keep_alive",
     )
-    grid = load_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
+    grid = read_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
     show_progress = not args.quiet and sys.stderr.isatty()
     progress = ProgressBar("sweep", unit="runs") if show_progress else None
     outcome = run_sweep(grid, progress)

@@ -113,8 +113,8 @@ class Cluster:
         for bucket in self._candidate_buckets(model):
             yield from bucket
 
-    def least_loaded_candidate(self, model: str) -> int | None:
-        # Per group, the fullest bucket of available GPUs holds its least loaded
+    def least_occupied_candidate(self, model: str) -> int | None:
+        # Per group, the fullest bucket of available GPUs holds its least occupied
         # servers, lowest id first: one look per group, whatever the cluster's size.
         best = None
         for g in self._groups_for[model]:

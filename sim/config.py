@@ -482,7 +482,7 @@ def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, .
                 )
 
 
-def load_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
+def read_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
     """The configuration in `path` laid over the defaults (the defaults alone when None),
     then the hardware numbers of the `profile` laid over that (`sim.profile`)."""
     table = default_cluster()

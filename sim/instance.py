@@ -123,7 +123,7 @@ class Instance:
         self._events.room_changed(self)
 
     @property
-    def load(self) -> int:
+    def occupancy(self) -> int:
         """Requests held: prefilling, waiting to prefill, or decoding."""
         return len(self._prefill) + len(self._decoding)
 
@@ -139,12 +139,12 @@ class Instance:
 
     @property
     def is_idle(self) -> bool:
-        return self.state == WARM and self.load == 0 and not self.reserved
+        return self.state == WARM and self.occupancy == 0 and not self.reserved
 
     @property
     def movable(self) -> bool:
         """Busy and warm, not already part of a migration: may be migrated or preempted."""
-        return self.state == WARM and self.load > 0 and not (self.reserved or self.migrating)
+        return self.state == WARM and self.occupancy > 0 and not (self.reserved or self.migrating)
 
     @property
     def decoding(self) -> int:
@@ -277,7 +277,7 @@ class Instance:
             self._decode_to = to
             delay = (to - self._v) * self._step()
             self._decode_timer = self._clock.call_in(delay, self._end_decode, to)
-        elif self.load == 0 and not self.reserved:
+        elif self.occupancy == 0 and not self.reserved:
             self._events.became_idle(self)
 
     def _end_decode(self, finish_v: float) -> None:

@@ -1,6 +1,6 @@
 """Which instances of one model can take another request, indexed for O(batch) joins.
 
-A request joins the least loaded warm instance of its model that has room (the oldest
+A request joins the least occupied warm instance of its model that has room (the oldest
 among equals), else the oldest starting one with room. Scanning every instance of the
 model per arrival costs as much as the cluster is large; instead each instance files
 itself, whenever its load or state changes, under a bucket: its load if warm, "starting"
@@ -43,7 +43,7 @@ class RoomIndex:
             self._instances[instance.id] = instance
 
     def best(self) -> Instance | None:
-        """The least loaded warm instance with room (oldest first), else the oldest
+        """The least occupied warm instance with room (oldest first), else the oldest
         starting one with room; None if no instance has room."""
         for bucket in self._warm:
             if bucket:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import settings
 
 from sim.common import seeds
-from sim.config import ClusterConfig, load_config
+from sim.config import ClusterConfig, read_config
 from sim.simulator import Simulation
 
 # Property tests draw as many examples as the profile says: "ci" (the default) keeps the
@@ -87,7 +87,7 @@ def tiny_config(
         model_keys=model_keys,
     )
     path.write_text(text + extra)
-    return load_config(path)
+    return read_config(path)
 
 
 def simulate(

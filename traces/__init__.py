@@ -43,7 +43,6 @@ __all__ = [
     "TraceError",
     "default_trace",
     "detect_format",
-    "load",
     "read",
 ]
 
@@ -193,15 +192,3 @@ def _check_catalog(frame: pd.DataFrame, models: list[str], path: Path) -> None:
             f"{path}: {where(path, row)}: model {frame['model'].iloc[row]!r} is not in the "
             f"catalog ({', '.join(models)})"
         )
-
-
-def load(
-    path: str | Path,
-    models: list[str],
-    rng: np.random.Generator,
-    zipf_exponent: float = 1.0,
-    fmt: str | None = None,
-    options: Options | None = None,
-) -> pd.DataFrame:
-    """The canonical trace in `path` (see `read`)."""
-    return read(path, models, rng, zipf_exponent, fmt, options).frame

@@ -2,7 +2,7 @@
 
 Optional columns `request_id` and `slo_ttft_s` are kept. CSV or Parquet. Models become a
 categorical column (one string per distinct model, not per row). Rows stay in file order
-here; `traces.load` sorts them by arrival.
+here; `traces.read` sorts them by arrival.
 """
 
 from pathlib import Path

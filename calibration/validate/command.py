@@ -44,7 +44,7 @@ from sim.common.cli import Parser
 from sim.common.cli import run as run_command
 from sim.common.errors import InputError
 from sim.common.publish import check_replaceable, staged_directory
-from sim.config import load_config
+from sim.config import read_config
 from sim.profile import read_profile
 
 PROG = "python -m calibration.validate"
@@ -121,7 +121,7 @@ def _validate_policy(
     """The policy's report, and its tables by file name (real and simulated requests, the
     real instances)."""
     derived, _ = read_profile(profile)
-    trace = traces.load(layout.trace, list(MODELS), seeds.rng(seed, "trace"))
+    trace = traces.read(layout.trace, list(MODELS), seeds.rng(seed, "trace")).frame
     limit_s = float(trace["arrival_s"].max()) + SLACK_S
     replay = Replay(scenario, layout, sizes, trace, policy, seeds.rng(seed, "policy"), derived)
     records = replay.run(limit_s)
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> dict:
         sizes = write_checkpoints(scenario, layout)
         write_trace(scenario, layout, args.seed)
         write_cluster(scenario, layout, sizes)
-        speeds = compare_speeds(scenario, load_config(layout.cluster, profile))
+        speeds = compare_speeds(scenario, read_config(layout.cluster, profile))
         runs = {
             p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
         }

@@ -16,14 +16,14 @@ import pandas as pd
 from calibration.validate.records import Records
 from calibration.validate.scenario import Layout
 from sim.api import replay
-from sim.config import load_config
+from sim.config import read_config
 
 PERCENTILES = (50, 90, 99)
 
 
 def simulate(layout: Layout, profile: Path, policy: str, seed: int) -> pd.DataFrame:
     """The simulator's per-request outcomes for the replayed trace and cluster."""
-    config = load_config(layout.cluster, profile)
+    config = read_config(layout.cluster, profile)
     return replay(config, layout.trace, policy, seed).table.frame()
 
 

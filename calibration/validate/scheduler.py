@@ -1,7 +1,7 @@
 """The real replay's scheduler: arrivals on the wall clock, the simulator's routing rules,
 the simulator's policy code, and real instance processes (`calibration.validate.instance`).
 
-Routing is `sim.simulator`'s: a request joins the least loaded warm instance of its model
+Routing is `sim.simulator`'s: a request joins the least occupied warm instance of its model
 with room (the oldest among equals), else the oldest starting one with room; else, if no
 request of its model already waits, the policy places a new instance or says wait.
 Waiting requests are retried, the model with the oldest waiter first, whenever a request
@@ -158,23 +158,23 @@ class Replay:
         return True
 
     def _room(self, model: str) -> Instance | None:
-        """The least loaded warm instance with room (oldest first), else the oldest
+        """The least occupied warm instance with room (oldest first), else the oldest
         starting one with room."""
         live = [
             i
             for i in self._instances
-            if i.model == model and i.state != STOPPED and i.load < self.scenario.max_batch
+            if i.model == model and i.state != STOPPED and i.occupancy < self.scenario.max_batch
         ]
         warm = [i for i in live if i.state == WARM]
         if warm:
-            return min(warm, key=lambda i: (i.load, i.id))
+            return min(warm, key=lambda i: (i.occupancy, i.id))
         return min(live, key=lambda i: i.id, default=None)
 
     def _join(self, i: int, instance: Instance) -> None:
         if instance in self._idle[instance.server]:
             self._set_idle(instance, False)
         self.records.placed(i, self.now(), instance.server, instance.tier, instance.id)
-        instance.load += 1
+        instance.occupancy += 1
         row = self.trace.iloc[i]
         instance.send(
             {"admit": i, "input": int(row.input_tokens), "output": int(row.output_tokens)}
@@ -264,8 +264,8 @@ class Replay:
         elif event == "done":
             self.records.done(message["request"], t)
             self._done += 1
-            instance.load -= 1
-            if instance.load == 0:
+            instance.occupancy -= 1
+            if instance.occupancy == 0:
                 self._set_idle(instance, True)
             self._drain()
 

@@ -100,7 +100,7 @@ class Books:
         for bucket in self._by_available[1:]:
             yield from bucket
 
-    def least_loaded_candidate(self, model: str) -> int | None:
+    def least_occupied_candidate(self, model: str) -> int | None:
         return min(self.candidates(model), key=lambda s: (self.gpus_in_use(s), s), default=None)
 
     def can_start(self, server: int, model: str) -> bool:

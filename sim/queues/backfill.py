@@ -6,7 +6,7 @@ and later requests are placed only where they do not delay it. Here a start has 
 end, so "not delaying it" is made safe by construction:
 
 - on the reserved server, the idle instances of other models and enough busy ones
-  (least loaded first) are *fenced*, taking no new requests, so that they drain and
+  (least occupied first) are *fenced*, taking no new requests, so that they drain and
   free their GPUs. The server is the one that can host the head's model where fencing
   leaves the fewest models without an unfenced instance (fencing a model's only
   instance would make its requests wait in turn: two models needing a whole server
@@ -125,7 +125,7 @@ class Backfill(Fifo):
             if fence is not None:
                 fenced = Counter(x.model.name for x in fence)
                 cut_off = sum(live[m] == n for m, n in fenced.items())
-                cost = (cut_off, sum(x.load for x in fence), server.id)
+                cost = (cut_off, sum(x.occupancy for x in fence), server.id)
                 if best is None or cost < best[0]:
                     best = (cost, fence)
         if best is None:
@@ -153,11 +153,11 @@ def _to_fence(
 ) -> list["Instance"] | None:
     """What must take no new request for `shortfall` more GPUs to free up: the idle
     instances of other models (their GPUs count as available only while nothing rejoins
-    them), then the least loaded busy ones until their GPUs cover the shortfall; None if
+    them), then the least occupied busy ones until their GPUs cover the shortfall; None if
     those on the server cannot."""
     others = [i for i in instances if i.model.name != model]
     fence = [i for i in others if i.is_idle]
-    busy = sorted((i for i in others if not i.is_idle), key=lambda i: (i.load, i.id))
+    busy = sorted((i for i in others if not i.is_idle), key=lambda i: (i.occupancy, i.id))
     for instance in busy:
         if shortfall <= 0:
             break

@@ -10,7 +10,7 @@ choose only options that leave the reservation whole.
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from policies.base import RoundCost, Running, least_loaded
+from policies.base import RoundCost, Running, least_occupied
 from sim.common.stages import Step
 
 if TYPE_CHECKING:
@@ -80,12 +80,12 @@ class ReservedView:
                 return s
         raise IndexError(f"no candidate {k} for {model}")
 
-    def least_loaded_candidate(self, model: str) -> int | None:
+    def least_occupied_candidate(self, model: str) -> int | None:
         # The reservation only makes its server look busier: another best stays best.
-        best = self._cluster.least_loaded_candidate(model)
+        best = self._cluster.least_occupied_candidate(model)
         if best != self.server:
             return best
-        return least_loaded(self.candidates(model), self)
+        return least_occupied(self.candidates(model), self)
 
     def holders(self, model: str, tier: str) -> "IndexedSet":
         return self._cluster.holders(model, tier)

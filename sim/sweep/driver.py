@@ -31,7 +31,7 @@ from sim.common.publish import (
     write_file_atomically,
     write_marker,
 )
-from sim.config import ClusterConfig, load_config
+from sim.config import ClusterConfig, read_config
 from sim.results.run_dir import KIND as RUN
 from sim.results.run_dir import write_run
 from sim.results.schema import SWEEP_RUNS, SWEEP_TABLE, read_summary, summary_row
@@ -70,11 +70,11 @@ def _configs(sweep: Sweep) -> dict[str | None, ClusterConfig]:
     that bad input fails before the first run rather than in the middle of the sweep."""
     configs = {}
     for cluster in sweep.clusters:
-        config = load_config(cluster)
+        config = read_config(cluster)
         if sweep.keep_alive is not None:
             config = with_keep_alive(config, sweep.keep_alive)
         for trace in sweep.traces:
-            traces.load(trace, list(config.models), seeds.rng(0, "trace"), config.zipf_exponent)
+            traces.read(trace, list(config.models), seeds.rng(0, "trace"), config.zipf_exponent)
         configs[None if cluster is None else str(cluster)] = config
     return configs
 

@@ -243,7 +243,7 @@ def _read(path: Path) -> dict[str, Any]:
     return table
 
 
-def load_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
+def read_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
     """The sweep in `path` (if any) with `overrides` (command-line values, None where not
     given) laid over it. Every value and file is checked here, before any run starts;
     errors name the file and key, or the option."""

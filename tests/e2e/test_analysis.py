@@ -9,12 +9,12 @@ import pytest
 from refusal import refused
 
 import traces
-from analysis import AnalysisInputError, bootstrap_ci, load_runs, over_seeds, slo_attainment
+from analysis import AnalysisInputError, bootstrap_ci, over_seeds, read_runs, slo_attainment
 from analysis.cli import main
 from analysis.report import settings_table
 from sim.cli import main as sim_main
 from sim.sweep.driver import run_sweep
-from sim.sweep.grid import load_sweep
+from sim.sweep.grid import read_sweep
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def sweep_dir(tmp_path_factory) -> Path:
     (root / "head.csv").write_text("".join(lines[:301]))
     grid = {"policies": ["random", "locality"], "rate_scales": [1, 2], "seeds": 2,
             "traces": [str(root / "head.csv")], "jobs": 1, "out": root / "sweep"}  # fmt: skip
-    run_sweep(load_sweep(None, grid))
+    run_sweep(read_sweep(None, grid))
     return root / "sweep"
 
 
@@ -56,7 +56,7 @@ def test_slo_attainment_counts_unfinished_requests_as_misses():
 
 
 def test_a_sweep_a_run_and_a_directory_of_runs_load_alike(sweep_dir, tmp_path):
-    runs = load_runs(sweep_dir)
+    runs = read_runs(sweep_dir)
     table = runs.table
     assert len(table) == 8 and runs.policies() == ["random", "locality"]
     assert list(table.columns[:5]) == ["policy", "trace", "rate_scale", "cluster", "seed"]
@@ -66,14 +66,14 @@ def test_a_sweep_a_run_and_a_directory_of_runs_load_alike(sweep_dir, tmp_path):
     requests = runs.requests(["ttft_s", "status"])
     assert len(requests) == 8 * 300 and set(requests["rate_scale"]) == {1.0, 2.0}
 
-    one = load_runs(sweep_dir / "runs" / "locality-head-x2-default-seed1").table
+    one = read_runs(sweep_dir / "runs" / "locality-head-x2-default-seed1").table
     assert len(one) == 1 and one.loc[0, "rate_scale"] == 2.0
     shutil.copytree(sweep_dir / "runs", tmp_path / "loose")  # run dirs without the sweep table
-    assert len(load_runs(tmp_path / "loose").table) == 8
+    assert len(read_runs(tmp_path / "loose").table) == 8
     trace = sweep_dir.parent / "head.csv"
     plain_dir = str(tmp_path / "plain")
     assert sim_main(["run", "--trace", str(trace), "--out", plain_dir, "--quiet"]) == 0
-    plain = load_runs(tmp_path / "plain").table.iloc[0]  # a `sim run` directory: no sweep record
+    plain = read_runs(tmp_path / "plain").table.iloc[0]  # a `sim run` directory: no sweep record
     assert (plain["policy"], plain["trace"], plain["rate_scale"]) == ("locality", "head", 1.0)
     assert plain["cluster"].startswith("config-") and plain["seed"] == 0
 
@@ -92,7 +92,7 @@ def test_the_report_of_a_sweep(sweep_dir, tmp_path, capsys):
     rows = [line for line in report.splitlines() if line.startswith("| x")]
     assert len(rows) == 4 and all(" | 2 | " in row for row in rows)  # 4 settings, 2 seeds each
     assert "TTFT <= 5 s" in report and "![" in report
-    p99 = load_runs(sweep_dir).table.query("policy == 'random' and rate_scale == 1")["ttft_p99_s"]
+    p99 = read_runs(sweep_dir).table.query("policy == 'random' and rate_scale == 1")["ttft_p99_s"]
     row = next(line for line in rows if line.startswith("| x1 | random | 2 | "))
     assert f"| {p99.mean():.1f} [" in row
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no staging left
@@ -105,7 +105,7 @@ def test_the_report_of_a_sweep(sweep_dir, tmp_path, capsys):
 
 def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
     """A scenario is a slice of the runs table (its index does not start at 0)."""
-    runs = load_runs(sweep_dir)
+    runs = read_runs(sweep_dir)
     slo = slo_attainment(runs.requests(["ttft_s", "status"]), 5.0)
     part = runs.table[runs.table["rate_scale"] == 2.0]
     assert part.index[0] > 0
@@ -139,9 +139,9 @@ def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
     refused(capsys, main, ["report", *args], expected, keeps=tmp_path)
 
 
-def test_load_runs_refuses_what_holds_no_runs(tmp_path):
+def test_read_runs_refuses_what_holds_no_runs(tmp_path):
     with pytest.raises(AnalysisInputError, match="no run directories"):
-        load_runs(tmp_path)
+        read_runs(tmp_path)
 
 
 def test_a_report_on_a_run_cut_before_any_request_finished_is_refused(tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 
 import traces
 from sim.common import seeds
-from sim.config import load_config
+from sim.config import read_config
 from sim.simulator import Simulation
 
 # policy: (TTFT p50, TTFT p99, loads by tier, migrations, preemptions, GPU-seconds)
@@ -39,9 +39,11 @@ PINNED = {
 
 @pytest.fixture(scope="module")
 def workload(request):
-    config = load_config(request.config.rootpath / "configs" / "contended.toml")
+    config = read_config(request.config.rootpath / "configs" / "contended.toml")
     models = list(config.models)
-    full = traces.load(traces.default_trace(), models, seeds.rng(0, "trace"), config.zipf_exponent)
+    full = traces.read(
+        traces.default_trace(), models, seeds.rng(0, "trace"), config.zipf_exponent
+    ).frame
     return config, full.iloc[:3000]
 
 

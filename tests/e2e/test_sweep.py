@@ -18,10 +18,10 @@ from sim.api import replay
 from sim.cli import main
 from sim.common import seeds
 from sim.common.errors import InputError
-from sim.config import load_config
+from sim.config import read_config
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import run_sweep
-from sim.sweep.grid import RunPoint, load_sweep
+from sim.sweep.grid import RunPoint, read_sweep
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 
@@ -73,11 +73,11 @@ def test_a_killed_sweep_resumes_without_repeating_finished_runs(tmp_path):
 
 def test_scale_one_reproduces_sim_run_and_scale_two_compresses_time(tmp_path):
     trace = trace_head(tmp_path, 300)
-    sweep = load_sweep(None, {"policies": ["locality"], "seeds": [3], "rate_scales": [1, 2],
+    sweep = read_sweep(None, {"policies": ["locality"], "seeds": [3], "rate_scales": [1, 2],
                               "traces": [str(trace)], "out": tmp_path / "sw"})  # fmt: skip
     outcome = run_sweep(sweep)
     assert (outcome.ran, outcome.skipped) == (2, 0)
-    sim = replay(load_config(None), trace, "locality", 3)
+    sim = replay(read_config(None), trace, "locality", 3)
     one = pd.read_parquet(tmp_path / "sw" / "runs" / "locality-head300-x1-default-seed3"
                           / "requests.parquet")  # fmt: skip
     pd.testing.assert_frame_equal(one, sim.table.frame())
@@ -91,10 +91,10 @@ def test_scale_one_reproduces_sim_run_and_scale_two_compresses_time(tmp_path):
 
 
 def test_a_rate_scale_divides_arrival_times_only():
-    trace = traces.load(traces.default_trace(), ["m"], seeds.rng(0, "trace"))
-    scaled = traces.load(
+    trace = traces.read(traces.default_trace(), ["m"], seeds.rng(0, "trace")).frame
+    scaled = traces.read(
         traces.default_trace(), ["m"], seeds.rng(0, "trace"), options=traces.Options(compress=4.0)
-    )
+    ).frame
     assert (scaled["arrival_s"] * 4 == trace["arrival_s"]).all()
     pd.testing.assert_frame_equal(scaled.drop(columns="arrival_s"), trace.drop(columns="arrival_s"))
 
@@ -105,7 +105,7 @@ def test_a_sweep_file_with_paths_relative_to_it_and_options_over_it(tmp_path):
     (tmp_path / "study" / "s.toml").write_text(
         f'policies = ["random"]\nseeds = [4, 7]\ntraces = ["{trace.name}"]\nout = "result"\n'
     )
-    sweep = load_sweep(tmp_path / "study" / "s.toml", {"seeds": 1})
+    sweep = read_sweep(tmp_path / "study" / "s.toml", {"seeds": 1})
     assert sweep.seeds == (0,) and sweep.traces == (trace.resolve(),)
     assert sweep.out == tmp_path / "study" / "result"
     assert [p.name for p in sweep.points()] == ["random-head50-x1-default-seed0"]
@@ -179,8 +179,8 @@ def local_ray():
 def test_ray_and_local_backends_write_the_same_runs(tmp_path, local_ray):
     grid = {"policies": ["random", "locality"], "rate_scales": [1, 2], "seeds": 2,
             "traces": [str(trace_head(tmp_path, 300))]}  # fmt: skip
-    on_ray = run_sweep(load_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
-    local = run_sweep(load_sweep(None, {**grid, "jobs": 1, "out": tmp_path / "local"}))
+    on_ray = run_sweep(read_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
+    local = run_sweep(read_sweep(None, {**grid, "jobs": 1, "out": tmp_path / "local"}))
     assert (on_ray.ran, local.ran) == (8, 8)
     table = pd.read_parquet(tmp_path / "ray" / SWEEP_TABLE)
     assert len(table) == 8 and ray.is_initialized()  # the sweep left the caller's Ray running
@@ -189,7 +189,7 @@ def test_ray_and_local_backends_write_the_same_runs(tmp_path, local_ray):
             pd.read_parquet(tmp_path / "ray" / run / "requests.parquet"),
             pd.read_parquet(tmp_path / "local" / run / "requests.parquet"),
         )
-    again = run_sweep(load_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
+    again = run_sweep(read_sweep(None, {**grid, "backend": "ray", "out": tmp_path / "ray"}))
     assert (again.ran, again.skipped) == (0, 8)
 
 
@@ -215,4 +215,4 @@ def test_traces_that_would_share_run_directories_are_refused(tmp_path, monkeypat
         (tmp_path / sub).mkdir()
         trace_head(tmp_path, 5).rename(tmp_path / sub / name)
     with pytest.raises(InputError, match=expected):
-        load_sweep(None, {"traces": traces.split(",")})
+        read_sweep(None, {"traces": traces.split(",")})

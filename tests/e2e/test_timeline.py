@@ -6,12 +6,12 @@ from timeline import check_timeline
 
 from policies import policy_names
 from sim.api import run
-from sim.config import load_config
+from sim.config import read_config
 
 
 @pytest.mark.parametrize("policy", policy_names())
 def test_requests_and_instances_tell_one_story(request, policy):
-    config = load_config(request.config.rootpath / "configs" / "contended.toml")
+    config = read_config(request.config.rootpath / "configs" / "contended.toml")
     result = run(policy, cluster=config, max_requests=3000)
     assert result.summary["completed"] == 3000
     check_timeline(result.requests, result.instances, config)

@@ -60,8 +60,8 @@ def test_stats_and_convert_round_trip(tmp_path, capsys, path):
         assert again["format"] == "canonical"
         for key in ("rows", "duration_s", "mean_rps", "models", "input_tokens"):
             assert again[key] == pytest.approx(stats[key], rel=1e-12)
-        original = traces.load(path, MODELS, seeds.rng(0, "trace"))
-        converted = traces.load(out, MODELS, seeds.rng(0, "trace"))
+        original = traces.read(path, MODELS, seeds.rng(0, "trace")).frame
+        converted = traces.read(out, MODELS, seeds.rng(0, "trace")).frame
         assert_same_trace(original, converted)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.parquet"]
 
@@ -125,7 +125,7 @@ def test_sim_run_replays_every_format(tmp_path, capsys, path, repo_root):
     out = tmp_path / "run"
     run(sim_main, ["run", "--trace", trace, "--out", out, "--quiet"], capsys)
     requests = pd.read_parquet(out / "requests.parquet")
-    expected = traces.load(trace, default_models(), seeds.rng(0, "trace"))
+    expected = traces.read(trace, default_models(), seeds.rng(0, "trace")).frame
     assert requests["arrival_s"].tolist() == expected["arrival_s"].tolist()
     assert (requests["status"] == "done").all()
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from policies import policy_names
 from sim.common import seeds
-from sim.config import load_config
+from sim.config import read_config
 from sim.queues import queue_names
 from sim.simulator import Simulation
 
@@ -114,7 +114,7 @@ def engine(draw):
 def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
     path = tmp_path / "cluster.toml"
     path.write_text(f'queue = "{queue}"\n{cluster}')
-    config = load_config(path)
+    config = read_config(path)
     rows = data.draw(
         st.lists(
             st.tuples(

@@ -3,7 +3,7 @@ import tomllib
 import pytest
 
 from sim.common.errors import InputError
-from sim.config import load_config
+from sim.config import read_config
 
 
 def write(tmp_path, text):
@@ -13,7 +13,7 @@ def write(tmp_path, text):
 
 
 def test_the_defaults_describe_a_4x4_cluster_and_a_seven_model_catalog():
-    config = load_config()
+    config = read_config()
     assert config.server_count == 4 and config.servers[0].gpus == 4
     assert list(config.models)[:2] == ["opt-6.7b", "llama-2-7b"]
     assert config.models["llama-2-70b"].gpus == 4
@@ -21,15 +21,15 @@ def test_the_defaults_describe_a_4x4_cluster_and_a_seven_model_catalog():
 
 
 def test_the_resolved_config_reloads_to_the_same_configuration(tmp_path):
-    config = load_config(write(tmp_path, "keep_alive_s = 5\n[[servers]]\ncount = 2\n"))
-    again = load_config(write(tmp_path, config.to_toml()))
+    config = read_config(write(tmp_path, "keep_alive_s = 5\n[[servers]]\ncount = 2\n"))
+    again = read_config(write(tmp_path, config.to_toml()))
     assert again.resolved == config.resolved
     assert again.keep_alive_s == 5.0 and again.server_count == 2
     assert tomllib.loads(config.to_toml())["models"]["opt-6.7b"]["gpus"] == 1
 
 
 def test_a_server_group_fills_missing_keys_from_the_default_group(tmp_path):
-    config = load_config(write(tmp_path, '[[servers]]\nname = "x"\ncount = 3\ngpus = 8\n'))
+    config = read_config(write(tmp_path, '[[servers]]\nname = "x"\ncount = 3\ngpus = 8\n'))
     assert config.servers[0].gpus == 8 and config.servers[0].pcie == 25e9
 
 
@@ -69,11 +69,11 @@ def test_a_server_group_fills_missing_keys_from_the_default_group(tmp_path):
 def test_bad_configs_name_the_file_and_key(tmp_path, text, expected):
     path = write(tmp_path, text)
     with pytest.raises(InputError) as err:
-        load_config(path)
+        read_config(path)
     message = str(err.value)
     assert message.startswith(str(path)) and expected in message and "\n" not in message
 
 
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        load_config(tmp_path / "nope.toml")
+        read_config(tmp_path / "nope.toml")

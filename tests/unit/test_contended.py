@@ -7,14 +7,14 @@ import pytest
 
 import traces
 from sim.api import replay
-from sim.config import load_config
+from sim.config import read_config
 
 SEEDS = range(3)
 
 
 @pytest.fixture(scope="module")
 def runs(request):
-    config = load_config(request.config.rootpath / "configs" / "contended.toml")
+    config = read_config(request.config.rootpath / "configs" / "contended.toml")
     return {
         (policy, seed): replay(config, traces.default_trace(), policy, seed)
         for policy in ("locality", "migration", "startup-aware")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sim.common import seeds
-from sim.config import load_config
+from sim.config import read_config
 from sim.keep_alive import make_keep_alive
 from sim.simulator import Simulation
 
@@ -49,7 +49,7 @@ def run(tmp_path, keep_alive, rows, models=("a",)):
     path = tmp_path / "cluster.toml"
     path.write_text(CLUSTER.format(keep_alive=keep_alive) + "".join(
         MODEL.format(name=m) for m in models))  # fmt: skip
-    config = load_config(path)
+    config = read_config(path)
     trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
     sim = Simulation(config, trace, "locality", seeds.rng(0, "policy"), check=True)
     sim.run()

@@ -42,7 +42,7 @@ class View:
     def candidate(self, model, k):
         return self.candidates(model)[k]
 
-    def least_loaded_candidate(self, model):
+    def least_occupied_candidate(self, model):
         return min(self.candidates(model), key=lambda s: (self.in_use[s], s), default=None)
 
     def can_start(self, server, model):
@@ -111,7 +111,7 @@ def test_random_is_deterministic_per_seed_and_waits_when_full():
     assert place("random", View(in_use=[4, 4, 4, 4])) == Wait()
 
 
-def test_locality_prefers_dram_then_ssd_then_the_least_loaded():
+def test_locality_prefers_dram_then_ssd_then_the_least_occupied():
     view = View(in_use=[2, 1, 3, 0], dram={"m": [0, 2]}, ssd={"m": [1, 3]})
     assert place("locality", view) == Start(0)  # DRAM holders 0 (2 in use) and 2 (3 in use)
     view.in_use[0] = view.in_use[2] = 4

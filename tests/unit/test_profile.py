@@ -7,7 +7,7 @@ import pytest
 from conftest import GiB, simulate, tiny_config
 
 from sim.common.errors import InputError
-from sim.config import load_config
+from sim.config import read_config
 
 DERIVED = {
     "ssd_read_bytes_per_s": 2 * GiB,
@@ -33,7 +33,7 @@ def write(tmp_path, derived=None, **top):
 def ssd_load_s(tmp_path, ssd_read: float) -> float:
     """A one-request run's checkpoint load from SSD, under a profile with that bandwidth."""
     profile = write(tmp_path, {**DERIVED, "ssd_read_bytes_per_s": ssd_read})
-    config = load_config(
+    config = read_config(
         tiny_config(tmp_path, ssd_a="[0]").resolved and tmp_path / "tiny.toml", profile
     )
     sim = simulate(config, [(0.0, "a", 512, 1)])
@@ -49,7 +49,7 @@ def test_speeds_scale_from_the_reference_model_by_weights_per_gpu(tmp_path):
     extra = '\n[models.big]\nweights = "16GiB"\ngpus = 2\nprefill_tokens_per_s = 1.0\n'
     extra += "decode_step_s = 1.0\n"
     tiny_config(tmp_path, extra=extra)
-    config = load_config(tmp_path / "tiny.toml", write(tmp_path))
+    config = read_config(tmp_path / "tiny.toml", write(tmp_path))
     big = config.models["big"]  # 8 GiB per GPU: twice the reference's 4 GiB
     assert big.decode_step_s == 0.25 and big.prefill_tokens_per_s == 512.0
     assert config.servers[0].pcie == 16 * GiB
@@ -89,7 +89,7 @@ def test_bad_profiles_name_the_file_and_key(tmp_path, change, message):
         derived=change.get("derived"),
     )
     with pytest.raises(InputError, match=message) as err:
-        load_config(None, path)
+        read_config(None, path)
     assert str(path) in str(err.value)
 
 
@@ -97,11 +97,11 @@ def test_a_profile_that_is_not_json_is_refused(tmp_path):
     path = tmp_path / "p.json"
     path.write_text("{not json")
     with pytest.raises(InputError, match="invalid JSON"):
-        load_config(None, path)
+        read_config(None, path)
 
 
 def test_the_shipped_gpu_server_profile_loads(repo_root):
-    config = load_config(None, repo_root / "calibration" / "profiles" / "a100-pcie-server.json")
+    config = read_config(None, repo_root / "calibration" / "profiles" / "a100-pcie-server.json")
     assert config.servers[0].ssd_read == 7.0e9
 
 
@@ -109,7 +109,7 @@ def test_the_shipped_measured_profile_loads_and_says_where_it_was_measured(repo_
     path = repo_root / "calibration" / "profiles" / "dev-vm-cpu.json"
     document = json.loads(path.read_text())
     assert "Measured by `python -m calibration.measure" in document["machine"]["description"]
-    config = load_config(None, path)
+    config = read_config(None, path)
     assert config.servers[0].ssd_read == document["derived"]["ssd_read_bytes_per_s"]
 
 
@@ -118,13 +118,13 @@ V2 = {**DERIVED, "startup_cpu_s": 1.5, "host_cores": 2.0}
 
 def test_a_version_1_profile_still_loads_and_adds_no_engine(tmp_path):
     tiny_config(tmp_path)
-    config = load_config(tmp_path / "tiny.toml", write(tmp_path))
+    config = read_config(tmp_path / "tiny.toml", write(tmp_path))
     assert config.engines is None and config.servers[0].host_cores == 32
 
 
 def test_a_version_2_profile_creates_the_measured_engine_and_round_trips(tmp_path):
     tiny_config(tmp_path, ssd_a="[0]")
-    config = load_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    config = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
     assert config.servers[0].host_cores == 2
     assert config.models["a"].engine == "measured"
     kinds = [(s.name, s.kind, s.amount) for step in config.steps("a") for s in step]
@@ -133,7 +133,7 @@ def test_a_version_2_profile_creates_the_measured_engine_and_round_trips(tmp_pat
     assert simulate(config, [(0.0, "a", 512, 1)]).table.startup_s[0] == 2.0 + 2.0
     resolved = tmp_path / "resolved.toml"
     resolved.write_text(config.to_toml())
-    again = load_config(resolved)
+    again = read_config(resolved)
     assert again.engines == config.engines and again.models == config.models
 
 
@@ -150,4 +150,4 @@ def test_a_version_2_profile_creates_the_measured_engine_and_round_trips(tmp_pat
 def test_version_2_fields_are_checked(tmp_path, version, derived, message):
     tiny_config(tmp_path)
     with pytest.raises(InputError, match=re.escape(message)):
-        load_config(tmp_path / "tiny.toml", write(tmp_path, derived, version=version))
+        read_config(tmp_path / "tiny.toml", write(tmp_path, derived, version=version))

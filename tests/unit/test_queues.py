@@ -16,7 +16,7 @@ from policies.base import Request, Start
 from sim.clock import Clock
 from sim.cluster import Cluster
 from sim.common import seeds
-from sim.config import load_config
+from sim.config import read_config
 from sim.queues.reserved_view import ReservedView
 from sim.simulator import Simulation
 
@@ -56,7 +56,7 @@ def config(tmp_path, queue, models, *, count=1, gpus=2):
         text += MODEL.format(name=name, gib=gib, gpus=need, slo=slo)
     path = tmp_path / "cluster.toml"
     path.write_text(text)
-    return load_config(path)
+    return read_config(path)
 
 
 def run(cfg, rows, policy="locality"):
@@ -132,7 +132,7 @@ def test_a_reservation_hides_its_gpus_from_every_other_decision(tmp_path):
     assert view.total_available_gpus() == 2
     assert not view.can_start(0, "a") and view.can_start(1, "a")
     assert list(view.candidates("a")) == [1] and view.candidate_count("a") == 1
-    assert view.candidate("a", 0) == 1 and view.least_loaded_candidate("a") == 1
+    assert view.candidate("a", 0) == 1 and view.least_occupied_candidate("a") == 1
     assert view.running(0) == []
     request = Request(0, "a", 0.0, 512, 1)
     for policy in ("random", "locality", "migration", "startup-aware", "preemption"):
@@ -144,7 +144,7 @@ def test_a_reservation_leaves_the_gpus_beyond_it(tmp_path):
     cluster = Cluster(config(tmp_path, "backfill", CATALOG, gpus=4), Clock())
     view = ReservedView(cluster, 0, 2)
     assert view.available_gpus(0) == 2 and view.can_start(0, "big")
-    assert view.candidate_count("big") == 1 and view.least_loaded_candidate("big") == 0
+    assert view.candidate_count("big") == 1 and view.least_occupied_candidate("big") == 0
 
 
 def test_the_queue_chosen_is_recorded_where_the_run_can_be_reproduced():

@@ -11,7 +11,7 @@ from conftest import simulate, tiny_config
 from policies.estimator import start_s
 from sim.common.errors import InputError
 from sim.common.seeds import rng
-from sim.config import load_config
+from sim.config import read_config
 from sim.invariants import InvariantError, check_state
 from sim.simulator import Simulation
 
@@ -149,7 +149,7 @@ def test_the_resolved_config_keeps_the_engines(tmp_path):
     config = tiny_config(tmp_path, model_keys=ENGINE, extra=engine(CPU_THEN_LOAD))
     path = tmp_path / "resolved.toml"
     path.write_text(config.to_toml())
-    assert load_config(path).engines == config.engines
+    assert read_config(path).engines == config.engines
 
 
 def test_the_checker_catches_over_committed_cores_and_lost_cpu_work(tmp_path):

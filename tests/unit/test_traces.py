@@ -9,7 +9,7 @@ MODELS = ["m0", "m1", "m2"]
 
 
 def load(path, seed=0, **kwargs):
-    return traces.load(path, MODELS, np.random.default_rng(seed), **kwargs)
+    return traces.read(path, MODELS, np.random.default_rng(seed), **kwargs).frame
 
 
 def test_the_bundled_azure_2023_trace_reads_whole():

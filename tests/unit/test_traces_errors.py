@@ -84,7 +84,7 @@ def test_malformed_input_is_one_line_with_file_line_and_problem(tmp_path, text, 
     path = tmp_path / "bad.csv"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(traces.TraceError) as err:
-        traces.load(path, ["m0", "m1"], np.random.default_rng(0))
+        traces.read(path, ["m0", "m1"], np.random.default_rng(0))
     message = str(err.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
     assert expected in message
@@ -94,14 +94,14 @@ def test_a_bad_parquet_file_and_bad_options_are_refused(tmp_path):
     rng = np.random.default_rng(0)
     (tmp_path / "t.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(traces.TraceError, match="not a readable Parquet file"):
-        traces.load(tmp_path / "t.parquet", ["m0"], rng)
+        traces.read(tmp_path / "t.parquet", ["m0"], rng)
     (tmp_path / "t.csv").write_text(PROC)
     with pytest.raises(traces.TraceError, match="--remap: 'm7' is not in the catalog"):
-        traces.load(tmp_path / "t.csv", ["m0"], rng, options=traces.Options(remap={"m0": "m7"}))
+        traces.read(tmp_path / "t.csv", ["m0"], rng, options=traces.Options(remap={"m0": "m7"}))
     with pytest.raises(traces.TraceError, match="unknown trace format"):
-        traces.load(tmp_path / "t.csv", ["m0"], rng, fmt="azure-2077")
+        traces.read(tmp_path / "t.csv", ["m0"], rng, fmt="azure-2077")
     with pytest.raises(traces.TraceError, match="no such file"):
-        traces.load(tmp_path / "none.csv", ["m0"], rng)
+        traces.read(tmp_path / "none.csv", ["m0"], rng)
 
 
 def cli(*args, cwd):

@@ -64,7 +64,7 @@ def _run_dirs(path: Path) -> list[Path]:
     return sorted(summary.parent for summary in path.rglob(SUMMARY))
 
 
-def load_runs(path: str | Path) -> Runs:
+def read_runs(path: str | Path) -> Runs:
     """The runs under `path` (a run directory, a sweep, or any directory of run
     directories, searched recursively), sorted by their coordinates."""
     path = Path(path)
