@@ -322,7 +322,7 @@ def keep_alive_tradeoff(cold: pd.DataFrame, idle: pd.DataFrame, title: str) -> F
     over (rate_scale, policy, keep_alive), in the same order: means over seeds, whiskers
     their bootstrap 95% intervals. The fixed keep-alives of a policy are joined by a line."""
     scales, fig, axes = _panel_per_scale(cold, height=4.6)
-    frame = cold.join(idle[["mean", "low", "high"]], rsuffix="_idle")
+    frame = cold.join(idle[["mean", "low", "high"]].add_suffix("_idle"))
     for column in ("mean", "low", "high"):
         frame[column] *= 100  # a share of requests, as a percentage
     for ax, scale in zip(axes, scales, strict=True):

@@ -20,7 +20,7 @@ SUMMARY = "summary.json"
 CONFIG = "config.toml"
 SWEEP_TABLE = "sweep.parquet"
 SWEEP_RUNS = "runs"
-COORDINATES = ("policy", "trace", "rate_scale", "cluster", "keep_alive", "seed")
+COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed", "keep_alive")
 KEEP_ALIVE_BEFORE = "fixed"  # what runs written before keep-alive was a policy ran under
 SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
 
@@ -67,8 +67,8 @@ def coordinates(summary: dict) -> dict[str, Any]:
         "trace": Path(summary["trace"]["path"]).stem,
         "rate_scale": 1.0,
         "cluster": f"config-{summary['config_sha256'][:8]}",
-        "keep_alive": keep_alive,
         "seed": summary["seed"],
+        "keep_alive": keep_alive,
     }
 
 
