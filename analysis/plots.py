@@ -354,7 +354,8 @@ def keep_alive_tradeoff(cold: pd.DataFrame, idle: pd.DataFrame, title: str) -> F
     seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
     fig.suptitle(
         f"Keep-alive trade-off: {title}\nmean over {seed_text} seeds, "
-        "whiskers: bootstrap 95% CI over seeds"
+        "whiskers: bootstrap 95% CI over seeds",
+        fontsize=9,
     )
     return fig
 
