@@ -313,3 +313,56 @@ def timeline(
     )
     fig.suptitle(f"One run over time: {title}\n{note.strip()}")
     return fig
+
+
+def keep_alive_tradeoff(cold: pd.DataFrame, idle: pd.DataFrame, title: str) -> Figure:
+    """Per rate scale, each (policy, keep-alive)'s cold-start ratio against the GPU time its
+    instances held idle and warm: the trade-off a keep-alive policy chooses a point on
+    (Shahrad et al., ATC '20, Figure 15). `cold` and `idle` come from `stats.over_seeds`
+    over (rate_scale, policy, keep_alive), in the same order: means over seeds, whiskers
+    their bootstrap 95% intervals. The fixed keep-alives of a policy are joined by a line."""
+    scales, fig, axes = _panel_per_scale(cold, height=4.6)
+    frame = cold.join(idle[["mean", "low", "high"]].add_suffix("_idle"))
+    for column in ("mean", "low", "high"):
+        frame[column] *= 100  # a share of requests, as a percentage
+    for ax, scale in zip(axes, scales, strict=True):
+        at = frame[frame["rate_scale"] == scale]
+        for policy in policy_order(at["policy"].unique()):
+            rows = at[at["policy"] == policy].sort_values("mean_idle")
+            colour = policy_colour(policy)
+            ax.errorbar(
+                rows["mean_idle"],
+                rows["mean"],
+                xerr=_whiskers(rows, "_idle"),
+                yerr=_whiskers(rows, ""),
+                fmt="o",
+                color=colour,
+                capsize=2,
+                label=policy,
+            )
+            fixed = rows[rows["keep_alive"].str.startswith("fixed")]
+            ax.plot(fixed["mean_idle"], fixed["mean"], color=colour, alpha=0.5)
+            for row in rows.itertuples(index=False):
+                ax.annotate(row.keep_alive, (row.mean_idle, row.mean), textcoords="offset points",
+                            xytext=(5, 4), fontsize=7, color=colour)  # fmt: skip
+        ax.set_title(_scale_label(scale))
+        ax.set_xlabel("idle warm GPU-seconds per run (held, serving nothing)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(title="policy", fontsize=8)
+    axes[0].set_ylabel("cold-start ratio (% of placed requests)")
+    seeds = cold["seeds"]
+    seed_text = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    fig.suptitle(
+        f"Keep-alive trade-off: {title}\nmean over {seed_text} seeds, "
+        "whiskers: bootstrap 95% CI over seeds",
+        fontsize=9,
+    )
+    return fig
+
+
+def _whiskers(rows: pd.DataFrame, suffix: str) -> np.ndarray | None:
+    """Error-bar lengths below and above each mean (none with one seed: NaN bounds)."""
+    low, mean, high = (rows[f"{key}{suffix}"].to_numpy() for key in ("low", "mean", "high"))
+    if np.isnan(low).all():
+        return None
+    return np.nan_to_num(np.vstack([mean - low, high - mean]))

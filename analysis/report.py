@@ -152,6 +152,53 @@ def _figures(
     return figures
 
 
+IDLE_WARM = "gpu_seconds_by_state.idle_warm"
+
+
+def tradeoff_figure(table: pd.DataFrame, title: str) -> Figure:
+    """The keep-alive trade-off of one trace and cluster: per rate scale, policy and
+    keep-alive, mean cold-start ratio and idle-warm GPU-seconds over seeds."""
+    by = ["rate_scale", "policy", "keep_alive"]
+    cold = over_seeds(table, "cold_start_ratio", by)
+    idle = over_seeds(table, IDLE_WARM, by)
+    return plots.keep_alive_tradeoff(cold, idle, title)
+
+
+def file_label(keep_alive: str) -> str:
+    """A keep-alive spec in figure file names: readable, and a plain link in Markdown."""
+    return "".join(c if c.isalnum() or c in "_.=" else "_" for c in keep_alive)
+
+
+def _save(figure: Figure, out: Path, name: str) -> None:
+    figure.savefig(out / f"{name}.png", dpi=110)
+    figure.set_layout_engine("none")  # laid out once: the SVG reuses it
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: small, fast
+        figure.savefig(out / f"{name}.svg")
+    plt.close(figure)
+
+
+def _figure_lines(name: str, caption: str) -> list[str]:
+    return [f"![{caption}]({name}.png)", "", f"*{caption}*", ""]
+
+
+def _keep_alive_text(table: pd.DataFrame) -> str:
+    """The keep-alives, where the runs vary them (a report of one keep-alive reads as before)."""
+    names = table["keep_alive"].unique()
+    return "" if len(names) == 1 else f"; keep-alives {', '.join(names)}"
+
+
+def _section(
+    scenario: pd.DataFrame, requests: pd.DataFrame, slo: pd.DataFrame, slo_s: float,
+    title: str, suffix: str, out: Path,
+) -> list[str]:  # fmt: skip
+    """One setting's table and figures (one trace, cluster and keep-alive)."""
+    lines = [_markdown(settings_table(scenario, slo, slo_s)), ""]
+    for stem, caption, make in _figures(requests, scenario, title):
+        _save(make(), out, f"{stem}{suffix}")
+        lines += _figure_lines(f"{stem}{suffix}", caption)
+    return lines
+
+
 def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
     if not (runs.table["completed"] > 0).any():
         raise AnalysisInputError(f"{source}: no run completed a request; nothing to report")
@@ -165,7 +212,9 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
         f"{len(table)} run{'s' * (len(table) > 1)}: policies {', '.join(runs.policies())}; "
         "rate scales "
         f"{', '.join(f'x{x:g}' for x in sorted(table['rate_scale'].unique()))}; seeds "
-        f"{', '.join(str(s) for s in sorted(table['seed'].unique()))}.",
+        f"{', '.join(str(s) for s in sorted(table['seed'].unique()))}"
+        + _keep_alive_text(table)
+        + ".",
         "",
         "Cells are means over seeds with a bootstrap 95% interval over seeds in brackets "
         "(none with one seed; with few seeds intervals are narrow and under-cover). "
@@ -177,21 +226,24 @@ def _build(runs: Runs, out: Path, slo_s: float, source: Path) -> None:
         title = f"trace {trace} on cluster {cluster}"
         suffix = "" if scenarios.ngroups == 1 else f"-{trace}-{cluster}"
         at = (requests["trace"] == trace) & (requests["cluster"] == cluster)
-        lines += [
-            "",
-            f"## {title[0].upper()}{title[1:]}",
-            "",
-            _markdown(settings_table(scenario, slo, slo_s)),
-            "",
-        ]
-        for stem, caption, make in _figures(requests[at], scenario, title):
-            figure = make()
-            figure.savefig(out / f"{stem}{suffix}.png", dpi=110)
-            figure.set_layout_engine("none")  # laid out once: the SVG reuses it
-            with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: small, fast
-                figure.savefig(out / f"{stem}{suffix}.svg")
-            plt.close(figure)
-            lines += [f"![{caption}]({stem}{suffix}.png)", "", f"*{caption}*", ""]
+        lines += ["", f"## {title[0].upper()}{title[1:]}", ""]
+        keep_alives = scenario.groupby("keep_alive", sort=False)
+        if keep_alives.ngroups == 1:
+            lines += _section(scenario, requests[at], slo, slo_s, title, suffix, out)
+            continue
+        caption = (
+            "Cold starts against idle warm GPU time per policy and keep-alive: mean over "
+            "seeds with bootstrap 95% intervals (the fixed keep-alives of a policy joined)."
+        )
+        _save(tradeoff_figure(scenario, title), out, f"keep_alive_tradeoff{suffix}")
+        lines += _figure_lines(f"keep_alive_tradeoff{suffix}", caption)
+        for keep_alive, runs_under in keep_alives:
+            lines += [f"### Keep-alive {keep_alive}", ""]
+            under = at & (requests["keep_alive"] == keep_alive)
+            lines += _section(
+                runs_under, requests[under], slo, slo_s, f"{title}, keep-alive {keep_alive}",
+                f"{suffix}-{file_label(keep_alive)}", out,
+            )  # fmt: skip
     (out / REPORT).write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 

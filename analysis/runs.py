@@ -21,7 +21,13 @@ from sim.results.schema import (
     summary_row,
 )
 
-SETTING = ("trace", "cluster", "rate_scale", "policy")  # a run's coordinates but the seed
+SETTING = (
+    "trace",
+    "cluster",
+    "keep_alive",
+    "rate_scale",
+    "policy",
+)  # a run's coordinates but the seed
 LADDER = ("random", "locality", "migration", "startup-aware", "preemption")
 
 
@@ -87,10 +93,11 @@ def read_runs(path: str | Path) -> Runs:
     if duplicated.any():
         first = table[table.duplicated(list(COORDINATES), keep=False)]["path"].head(2).tolist()
         raise AnalysisInputError(
-            f"{path}: two runs with the same policy, trace, rate scale, cluster and seed: "
+            f"{path}: two runs with the same policy, trace, rate scale, cluster, keep-alive "
+            f"and seed: "
             f"{first[0]} and {first[1]}"
         )
     table["policy"] = pd.Categorical(table["policy"], policy_order(table["policy"].unique()))
-    table = table.sort_values(["trace", "cluster", "rate_scale", "policy", "seed"])
+    table = table.sort_values(["trace", "cluster", "keep_alive", "rate_scale", "policy", "seed"])
     table["policy"] = table["policy"].astype(str)
     return Runs(table.reset_index(drop=True))

@@ -115,6 +115,19 @@ def _checked_keep_alive(spec: str | None) -> str | None:
         raise InputError(f"--keep-alive: {err}") from None
 
 
+def _keep_alive_list(text: str) -> list[str]:
+    """`--keep-alives`: comma-separated specs, where a piece holding `=` but no `:` is one
+    more parameter of the spec before it (`histogram:bin_s=1,min_samples=1,fixed:60` is
+    two specs)."""
+    specs: list[str] = []
+    for piece in text.split(","):
+        if specs and "=" in piece and ":" not in piece:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
 def _comma_list(kind: type) -> Callable[[str], list]:
     def parse(text: str) -> list:
         try:
@@ -130,7 +143,7 @@ def _comma_list(kind: type) -> Callable[[str], list]:
 def _sweep_parser(commands: argparse._SubParsersAction) -> None:
     sweep = commands.add_parser(
         "sweep",
-        help="run a grid of policies x traces x rate scales x clusters x seeds",
+        help="run a grid of policies x traces x rate scales x clusters x keep-alives x seeds",
         description="Run every point of a grid, each in its own run directory, and write "
         "DIR/sweep.parquet (one row per run). Running the same command again skips the "
         "runs already finished. Options override the sweep file's keys.",
@@ -165,6 +178,15 @@ def _sweep_parser(commands: argparse._SubParsersAction) -> None:
         "cluster (default: default)",
     )
     _keep_alive_option(sweep)
+    sweep.add_argument(
+        "--keep-alives",
+        type=_keep_alive_list,
+        metavar="SPEC,SPEC,...",
+        help="keep-alive policies as an axis of the grid, comma-separated; a piece of the form "
+        "key=value continues the parameters of the spec before it: "
+        "fixed:60,histogram:bin_s=1,min_samples=1,greedy-dual is three (instead of "
+        "--keep-alive; see docs/sweeps.md)",
+    )
     sweep.add_argument(
         "--backend", choices=BACKENDS, help="local process pool or Ray (default: local)"
     )
@@ -290,6 +312,7 @@ def sweep(args: argparse.Namespace) -> int:
         "out",
         "ray_address",
         "keep_alive",
+        "keep_alives",
     )
     grid = read_sweep(args.sweep_file, {key: getattr(args, key) for key in keys})
     show_progress = not args.quiet and sys.stderr.isatty()
@@ -297,7 +320,10 @@ def sweep(args: argparse.Namespace) -> int:
     outcome = run_sweep(grid, progress)
     if not args.quiet:
         table = outcome.table
-        p99 = table.groupby(["cluster", "trace", "rate_scale", "policy"], sort=False)["ttft_p99_s"]
+        by = ["cluster", "trace", "rate_scale", "policy"]
+        if len(grid.keep_alives) > 1:
+            by.insert(3, "keep_alive")
+        p99 = table.groupby(by, sort=False)["ttft_p99_s"]
         print(
             p99.agg(["count", "mean", "min", "max"])
             .rename(columns={"count": "seeds"})

@@ -20,7 +20,8 @@ SUMMARY = "summary.json"
 CONFIG = "config.toml"
 SWEEP_TABLE = "sweep.parquet"
 SWEEP_RUNS = "runs"
-COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed")
+COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed", "keep_alive")
+KEEP_ALIVE_BEFORE = "fixed"  # what runs written before keep-alive was a policy ran under
 SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
 
 __all__ = [
@@ -55,15 +56,19 @@ def read_summary(run_dir: Path) -> dict | None:
 
 def coordinates(summary: dict) -> dict[str, Any]:
     """Where a run sits in a grid: a sweep records it; a single run gets rate scale 1,
-    its trace file's name, and its configuration's hash as the cluster's name."""
+    its trace file's name, and its configuration's hash as the cluster's name. The
+    keep-alive is the policy the run ran under, as its summary says."""
+    keep_alive = summary.get("keep_alive", KEEP_ALIVE_BEFORE)
     if "sweep" in summary:
-        return {key: summary["sweep"][key] for key in COORDINATES}
+        record = {"keep_alive": keep_alive, **summary["sweep"]}  # it names it when it varies
+        return {key: record[key] for key in COORDINATES}
     return {
         "policy": summary["policy"],
         "trace": Path(summary["trace"]["path"]).stem,
         "rate_scale": 1.0,
         "cluster": f"config-{summary['config_sha256'][:8]}",
         "seed": summary["seed"],
+        "keep_alive": keep_alive,
     }
 
 

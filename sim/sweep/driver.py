@@ -65,18 +65,28 @@ def _check_run_dirs(runs: Path, points: list[RunPoint]) -> None:
         check_replaceable(runs / point.name, RUN, "--out")
 
 
-def _configs(sweep: Sweep) -> dict[str | None, ClusterConfig]:
-    """Each cluster's configuration, with every trace checked against its catalog now, so
-    that bad input fails before the first run rather than in the middle of the sweep."""
+Setting = tuple[str | None, str | None]  # (cluster path, keep-alive) of a RunPoint
+
+
+def _configs(sweep: Sweep) -> dict[Setting, ClusterConfig]:
+    """Each cluster's configuration under each keep-alive, with every trace checked against
+    its catalog now, so that bad input fails before the first run rather than in the
+    middle of the sweep."""
     configs = {}
     for cluster in sweep.clusters:
         config = read_config(cluster)
-        if sweep.keep_alive is not None:
-            config = with_keep_alive(config, sweep.keep_alive)
         for trace in sweep.traces:
             traces.read(trace, list(config.models), seeds.rng(0, "trace"), config.zipf_exponent)
-        configs[None if cluster is None else str(cluster)] = config
+        for keep_alive in sweep.keep_alives:
+            cluster_path = None if cluster is None else str(cluster)
+            configs[cluster_path, keep_alive] = (
+                config if keep_alive is None else with_keep_alive(config, keep_alive)
+            )
     return configs
+
+
+def _setting(point: RunPoint) -> Setting:
+    return (point.cluster_path, point.keep_alive)
 
 
 def _finished(summary: dict | None, point: RunPoint, config_sha: str, trace_sha: str) -> bool:
@@ -115,12 +125,12 @@ def run_sweep(sweep: Sweep, progress: Callable[[int, int], None] | None = None) 
     runs = sweep.out / SWEEP_RUNS
     points = sweep.points()
     todo: list[Task] = [
-        (point, configs[point.cluster_path])
+        (point, configs[_setting(point)])
         for point in points
         if not _finished(
             read_summary(runs / point.name),
             point,
-            config_sha[point.cluster_path],
+            config_sha[_setting(point)],
             trace_sha[point.trace_path],
         )
     ]

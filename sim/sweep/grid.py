@@ -1,5 +1,5 @@
-"""A sweep's grid: policies x traces x rate scales x clusters x seeds, from a TOML file
-and command-line overrides, validated before any run starts.
+"""A sweep's grid: policies x traces x rate scales x clusters x keep-alives x seeds, from a
+TOML file and command-line overrides, validated before any run starts.
 
 A sweep file (every key optional; paths relative to the file; `"default"` names the
 bundled trace or the default cluster):
@@ -13,7 +13,12 @@ bundled trace or the default cluster):
     jobs = 2
     out = "sweeps/mine"
     ray_address = "auto"          # an existing Ray cluster; omit to start a local one
-    keep_alive = "histogram"      # every run's keep-alive policy; omit: each cluster's own
+    keep_alives = ["fixed:60", "histogram:bin_s=1,min_samples=1"]  # keep-alive policies;
+                                  # omit: each cluster's own
+    keep_alive = "histogram"      # the same as keep_alives = ["histogram"]
+
+Run directories name the keep-alive only when the sweep varies it (two or more), so that
+a sweep under one keep-alive keeps the run names it had before keep-alive was an axis.
 """
 
 import itertools
@@ -45,18 +50,22 @@ class RunPoint:
     cluster: str
     cluster_path: str | None  # None: the default cluster
     seed: int
+    keep_alive: str | None = None  # None: the cluster's own
+    keep_alive_varies: bool = False  # the sweep varies it: the name and record hold it
 
     @property
     def name(self) -> str:
         """The run directory's name: every coordinate, readable, and unique by
         construction: the fields after the policy hold no "-" (it is escaped as "%2D"),
         so the name splits back into its coordinates from the right."""
-        fields = (self.trace, f"x{self.rate_scale:g}", self.cluster, f"seed{self.seed}")
-        return "-".join((self.policy, *(_escape(field) for field in fields)))
+        fields = [_escape(self.trace), _escape(f"x{self.rate_scale:g}"), _escape(self.cluster)]
+        if self.keep_alive_varies:
+            fields.append(escape_spec(str(self.keep_alive)))
+        return "-".join((self.policy, *fields, f"seed{self.seed}"))
 
     def record(self) -> dict[str, Any]:
         """What a run's summary.json keeps of its place in the sweep."""
-        return {
+        record = {
             "policy": self.policy,
             "trace": self.trace,
             "trace_path": self.trace_path,
@@ -65,6 +74,9 @@ class RunPoint:
             "cluster_path": self.cluster_path,
             "seed": self.seed,
         }
+        if self.keep_alive_varies:
+            record["keep_alive"] = self.keep_alive
+        return record
 
 
 @dataclass(frozen=True)
@@ -78,11 +90,12 @@ class Sweep:
     jobs: int | None  # None: one per CPU
     out: Path
     ray_address: str | None
-    keep_alive: str | None = None  # None: each cluster's own
+    keep_alives: tuple[str | None, ...] = (None,)  # (None,): each cluster's own
 
     def points(self) -> list[RunPoint]:
         """Every run, seeds innermost so that early results cover whole settings."""
         trace_labels, cluster_labels = labels(self.traces), labels(self.clusters)
+        varies = len(self.keep_alives) > 1
         return [
             RunPoint(
                 policy,
@@ -92,9 +105,16 @@ class Sweep:
                 cluster_labels[c],
                 None if c is None else str(c),
                 seed,
+                keep_alive,
+                varies,
             )
-            for c, t, scale, policy, seed in itertools.product(
-                self.clusters, self.traces, self.rate_scales, self.policies, self.seeds
+            for c, t, scale, keep_alive, policy, seed in itertools.product(
+                self.clusters,
+                self.traces,
+                self.rate_scales,
+                self.keep_alives,
+                self.policies,
+                self.seeds,
             )
         ]
 
@@ -113,13 +133,23 @@ class Sweep:
             table["jobs"] = self.jobs
         if self.ray_address is not None:
             table["ray_address"] = self.ray_address
-        if self.keep_alive is not None:
-            table["keep_alive"] = self.keep_alive
+        if len(self.keep_alives) > 1:
+            table["keep_alives"] = list(self.keep_alives)
+        elif self.keep_alives[0] is not None:
+            table["keep_alive"] = self.keep_alives[0]
         return table
 
 
 def _escape(field: str) -> str:
     return field.replace("%", "%25").replace("-", "%2D")
+
+
+def escape_spec(spec: str) -> str:
+    """A keep-alive spec as a run name's field: `%` and every character but letters,
+    digits and `_.=,+` as `%XX` (`:` is not allowed in Windows file names), so that
+    distinct specs get distinct, filesystem-safe fields holding no "-"."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_.=,+") else
+                   "".join(f"%{b:02X}" for b in c.encode()) for c in spec)  # fmt: skip
 
 
 def labels(paths: tuple[Path | None, ...]) -> dict[Path | None, str]:
@@ -220,6 +250,17 @@ def _keep_alive(value: Any, base: Path) -> str | None:
     return None if value is None else check_keep_alive(value)
 
 
+def _keep_alives(value: Any, base: Path) -> tuple[str | None, ...] | None:
+    if value is None:
+        return None
+    for spec in _list(value, str):
+        try:
+            check_keep_alive(spec)
+        except ValueError as err:
+            raise ValueError(f"{spec}: {err}") from None
+    return tuple(value)
+
+
 # key -> (default, parser of (value, directory that relative paths start from))
 _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
     "policies": (["random", "locality", "migration", "startup-aware"], _policies),
@@ -232,6 +273,7 @@ _KEYS: dict[str, tuple[Any, Callable[[Any, Path], Any]]] = {
     "out": (None, _out),
     "ray_address": (None, _address),
     "keep_alive": (None, _keep_alive),
+    "keep_alives": (None, _keep_alives),
 }
 
 
@@ -248,6 +290,13 @@ def read_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
     given) laid over it. Every value and file is checked here, before any run starts;
     errors name the file and key, or the option."""
     table = _read(path) if path is not None else {}
+    pair = ("keep_alive", "keep_alives")  # one value, or the axis: one of them at most
+    if all(overrides.get(key) is not None for key in pair):
+        raise InputError("--keep-alive and --keep-alives: give one, not both")
+    if any(overrides.get(key) is not None for key in pair):
+        table = {key: value for key, value in table.items() if key not in pair}
+    elif all(key in table for key in pair):
+        raise InputError(f"{path}: keep_alive and keep_alives: give one, not both")
     values = {}
     for key, (default, parse) in _KEYS.items():
         if overrides.get(key) is not None:
@@ -260,11 +309,13 @@ def read_sweep(path: Path | None, overrides: dict[str, Any]) -> Sweep:
             values[key] = parse(value, base)
         except ValueError as err:
             raise InputError(f"{where}: {err}") from None
+    single, axis = values.pop("keep_alive"), values.pop("keep_alives")
+    values["keep_alives"] = axis if axis is not None else (single,)
     if values["out"] is None:
         values["out"] = Path("sweeps") / (path.stem if path is not None else "sweep")
     sweep = Sweep(**values)
     size = math.prod(len(values[key]) for key in ("policies", "traces", "rate_scales",
-                                                   "clusters", "seeds"))  # fmt: skip
+                                                   "clusters", "keep_alives", "seeds"))  # fmt: skip
     if size > bounds.GRID_POINTS:
         raise InputError(f"the grid has {size} points; at most {bounds.GRID_POINTS} "
                          "(sim/common/bounds.py)")  # fmt: skip

@@ -149,3 +149,27 @@ def test_a_report_on_a_run_cut_before_any_request_finished_is_refused(tmp_path, 
     assert main(["report", str(tmp_path / "cut"), "-o", str(tmp_path / "rep")]) == 2
     assert "no run completed a request" in capsys.readouterr().err
     assert not (tmp_path / "rep").exists()
+
+
+def test_the_report_of_a_sweep_over_keep_alives_draws_their_trade_off(tmp_path, sweep_dir):
+    lines = traces.default_trace().read_text().splitlines(keepends=True)
+    (tmp_path / "head.csv").write_text("".join(lines[:101]))
+    grid = {"policies": ["random", "locality"], "seeds": 2, "jobs": 1, "out": tmp_path / "s",
+            "traces": [str(tmp_path / "head.csv")],
+            "keep_alives": ["fixed:0", "fixed:600"]}  # fmt: skip
+    run_sweep(read_sweep(None, grid))
+    assert main(["report", str(tmp_path / "s"), "-o", str(tmp_path / "report")]) == 0
+    out = tmp_path / "report"
+    assert (out / "keep_alive_tradeoff.png").stat().st_size > 5000
+    report = (out / "report.md").read_text()
+    assert "(keep_alive_tradeoff.png)" in report and "keep-alives fixed:0, fixed:600." in report
+    for keep_alive, label in (("fixed:0", "fixed_0"), ("fixed:600", "fixed_600")):
+        assert f"### Keep-alive {keep_alive}\n" in report
+        assert (out / f"ttft_cdf-{label}.png").is_file() and f"(ttft_cdf-{label}.png)" in report
+    table = read_runs(tmp_path / "s").table
+    cold = table.groupby("keep_alive")["cold_start_ratio"].mean()
+    assert cold["fixed:0"] > cold["fixed:600"]  # what the figure shows: warm instances wait
+    # A sweep under one keep-alive gets no trade-off figure: one point per policy is no curve.
+    assert main(["report", str(sweep_dir), "-o", str(tmp_path / "one")]) == 0
+    assert not (tmp_path / "one" / "keep_alive_tradeoff.png").exists()
+    assert "Keep-alive" not in (tmp_path / "one" / "report.md").read_text()

@@ -15,13 +15,13 @@ from refusal import refused
 
 import traces
 from sim.api import replay
-from sim.cli import main
+from sim.cli import _keep_alive_list, main
 from sim.common import seeds
 from sim.common.errors import InputError
 from sim.config import read_config
 from sim.results.schema import SWEEP_TABLE
 from sim.sweep.driver import run_sweep
-from sim.sweep.grid import RunPoint, read_sweep
+from sim.sweep.grid import RunPoint, escape_spec, read_sweep
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 
@@ -127,6 +127,7 @@ def test_help_documents_every_option(capsys):
         "--jobs",
         "--ray-address",
         "--keep-alive",
+        "--keep-alives",
         "--out",
         "--quiet",
     ):
@@ -150,6 +151,12 @@ def test_help_documents_every_option(capsys):
         (["--jobs", "0"], "", "--jobs: expected a positive integer"),
         (["--keep-alive", "lru"], "", "--keep-alive: unknown keep-alive policy 'lru'"),
         (["s.toml"], 'keep_alive = "fixed:-1"\n', "s.toml: keep_alive: fixed: expected a"),
+        (["--keep-alives", "fixed:60,lru"], "", "--keep-alives: lru: unknown keep-alive policy"),
+        (["--keep-alives", "fixed:6,fixed:6"], "", "--keep-alives: repeated entries"),
+        (["--keep-alives", "histogram:bin_s=0"], "", "histogram:bin_s=0: bin_s: expected a"),
+        (["s.toml"], 'keep_alives = "fixed"\n', "s.toml: keep_alives: expected a non-empty list"),
+        (["s.toml"], 'keep_alives = ["fixed:1"]\nkeep_alive = "fixed"\n', "give one, not both"),
+        (["--keep-alive", "fixed", "--keep-alives", "fixed:1,fixed:2"], "", "give one, not both"),
         (["--backend", "ray", "--ray-address", "127.0.0.1:1"], "", "127.0.0.1:1: cannot connect"),
     ],
 )
@@ -216,3 +223,68 @@ def test_traces_that_would_share_run_directories_are_refused(tmp_path, monkeypat
         trace_head(tmp_path, 5).rename(tmp_path / sub / name)
     with pytest.raises(InputError, match=expected):
         read_sweep(None, {"traces": traces.split(",")})
+
+
+KEEP_ALIVES = "fixed:0,histogram:bin_s=1,min_samples=1"
+
+
+def test_a_sweep_over_two_keep_alives_writes_distinct_runs_and_a_keep_alive_column(tmp_path):
+    trace = trace_head(tmp_path, 60)
+    argv = ["sweep", "--policies", "random", "--seeds", "1", "--traces", str(trace), "--jobs",
+            "1", "--keep-alives", KEEP_ALIVES, "--out", str(tmp_path / "s"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    names = sorted(finished(tmp_path / "s"))
+    assert names == [
+        "random-head60-x1-default-fixed%3A0-seed0",
+        "random-head60-x1-default-histogram%3Abin_s=1,min_samples=1-seed0",
+    ]
+    table = pd.read_parquet(tmp_path / "s" / SWEEP_TABLE).set_index("keep_alive")
+    assert list(table.index) == ["fixed:0", "histogram:bin_s=1,min_samples=1"]
+    for keep_alive, row in table.iterrows():
+        assert (
+            f'keep_alive = "{keep_alive}"'
+            in (tmp_path / "s" / row["run"] / "config.toml").read_text()
+        )
+    idle = table["gpu_seconds_by_state.idle_warm"]
+    assert idle["fixed:0"] == 0 < idle["histogram:bin_s=1,min_samples=1"]  # they ran apart
+    assert "keep_alives = [" in (tmp_path / "s" / "sweep.toml").read_text()
+    # The resolved grid runs again as it is: nothing left to do.
+    again = run_sweep(read_sweep(tmp_path / "s" / "sweep.toml", {}))
+    assert (again.ran, again.skipped) == (0, 2)
+
+
+def test_one_keep_alive_keeps_the_run_names_of_a_sweep_without_the_axis(tmp_path):
+    trace = trace_head(tmp_path, 50)
+    grid = {"policies": ["random"], "seeds": 1, "traces": [str(trace)], "jobs": 1}
+    expected = ["random-head50-x1-default-seed0"]
+    for one in ({}, {"keep_alive": "fixed:0"}, {"keep_alives": ["fixed:0"]}):
+        assert [p.name for p in read_sweep(None, {**grid, **one}).points()] == expected
+    argv = ["sweep", "--policies", "random", "--seeds", "1", "--traces", str(trace), "--jobs",
+            "1", "--keep-alive", "fixed:0", "--out", str(tmp_path / "s"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert sorted(finished(tmp_path / "s")) == expected
+    table = pd.read_parquet(tmp_path / "s" / SWEEP_TABLE)
+    assert table["keep_alive"].tolist() == ["fixed:0"]
+    assert table["gpu_seconds_by_state.idle_warm"].tolist() == [0]
+    written = (tmp_path / "s" / "sweep.toml").read_text()
+    assert 'keep_alive = "fixed:0"' in written and "keep_alives" not in written
+
+
+def test_keep_alive_fields_of_run_names_are_filesystem_safe_and_tell_specs_apart():
+    specs = ["greedy-dual", "fixed:60", "fixed:600", "histogram:bin_s=1,min_samples=1",
+             "histogram:margin=0.2", "fixed:1e%2D3"]  # fmt: skip
+    names = [RunPoint("random", "t", "", 1.0, "c", None, 0, spec, True).name for spec in specs]
+    assert len({name.casefold() for name in names}) == len(specs)
+    for name, spec in zip(names, specs, strict=True):
+        assert not set(name) & set(':/\\<>"|?* ')
+        assert name.split("-")[-2] == escape_spec(spec)  # one field, no "-" inside
+    assert names[0] == "random-t-x1-c-greedy%2Ddual-seed0"
+
+
+def test_keep_alives_on_the_command_line_split_at_commas_between_specs():
+    assert _keep_alive_list("fixed:60,fixed:600,histogram,greedy-dual") == [
+        "fixed:60", "fixed:600", "histogram", "greedy-dual"
+    ]  # fmt: skip
+    assert _keep_alive_list("histogram:bin_s=1,min_samples=1,fixed:60") == [
+        "histogram:bin_s=1,min_samples=1", "fixed:60"
+    ]  # fmt: skip
