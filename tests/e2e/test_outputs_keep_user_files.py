@@ -96,10 +96,18 @@ def test_published_files_and_directories_take_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "r" / "summary.json").stat().st_mode) == 0o640
 
 
-def test_an_out_that_cannot_be_created_is_refused_before_the_run(tmp_path, capsys):
+@pytest.mark.parametrize("out", ["FILE/run", "/proc/no-such-process/deep/run"])
+def test_an_out_that_cannot_be_created_is_refused_before_the_run(
+    tmp_path, capsys, monkeypatch, out
+):
     (tmp_path / "file").write_text("not a directory")
-    refused(capsys, sim, [*RUN, str(tmp_path / "file" / "run")], "cannot be created",
-            keeps=tmp_path)  # fmt: skip
+
+    def simulated(*args, **kwargs):
+        raise AssertionError("the run started before --out was checked")
+
+    monkeypatch.setattr("sim.cli.simulate", simulated)
+    out = out.replace("FILE", str(tmp_path / "file"))
+    refused(capsys, sim, [*RUN, out], f"{out}: cannot be created", keeps=tmp_path)
 
 
 def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys):
