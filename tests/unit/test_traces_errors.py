@@ -54,7 +54,7 @@ CASES = {
                          "and <= 1e+10, got 1e+308"),
     "microsecond stamps as seconds": (PROC + "1700000000000000,1,1\n", "line 3: arrived_at"),
     "images of 2^64 - 1": (MM25 + "2025-05-20T00:00:01Z,18446744073709551615,5,5\n",
-                           "line 3: NumImages"),
+                           "line 3: NumImages must be an integer >= 0, got '18446744073709551615'"),
     "fractional tokens": (CANON + "1,m0,1.5,1\n", "line 3: input_tokens must be an integer"),
     "negative images": (MM25 + "2025-05-20T00:00:01Z,-1,5,5\n", "line 3: NumImages"),
     "negative count": (F19 + "o,a,g,http,0,-4\n", "line 3: minute 2 must be an invocation "
