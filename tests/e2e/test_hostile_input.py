@@ -80,6 +80,27 @@ def test_sweep_files_and_traces_that_are_devices_are_refused(folder, capsys, mai
     refused(capsys, main, argv, f"{argv[1]}: not a regular file", keeps=folder)
 
 
+@pytest.mark.parametrize(
+    ("argv", "text", "expected"),
+    [
+        (["--seeds", "1000000000000"], "", "--seeds: expected at most 100000 seeds"),
+        ([], "seeds = 1000000000000\n", "s.toml: seeds: expected at most 100000 seeds"),
+    ],
+)
+def test_a_sweep_of_a_trillion_seeds_is_refused_before_it_starts(
+    folder, capsys, argv, text, expected
+):
+    Path("s.toml").write_text(text)
+    argv = ["sweep", "s.toml", *argv, "--traces", "t.csv", "--out", "sw", "--quiet"]
+    refused(capsys, sim, argv, expected, keeps=folder)
+
+
+def test_a_model_name_with_a_newline_and_an_escape_stays_on_one_line(folder, capsys):
+    Path("c.toml").write_text('[models."evil\\n\\u001b[2J"]\ngpus = 1\n')
+    err = refused(capsys, sim, run("--trace", "t.csv", "--cluster", "c.toml"), "c.toml: ")
+    assert "evil\\n\\x1b[2J" in err and "\x1b" not in err
+
+
 def _parquet(path: Path, **columns: pa.Array) -> None:
     base = {
         "arrival_s": pa.array([0.0, 1.0]),
