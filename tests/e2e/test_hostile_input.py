@@ -7,6 +7,7 @@ mark, a space after a column name) simply works."""
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -181,3 +182,49 @@ def test_a_figure_that_overflowed_is_refused_and_nothing_is_written(tmp_path):
     with pytest.raises(InputError, match=r"summary.json: ttft.p99_s is not a finite number"):
         write_run(tmp_path / "run", pd.DataFrame(), pd.DataFrame(), summary, "")
     assert list(tmp_path.iterdir()) == []
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+DAMAGED_RUNS = {
+    "summary is a FIFO": (lambda run: _fifo(run / "summary.json"), "summary.json: not a regular"),
+    "requests not Parquet": (
+        lambda run: (run / "requests.parquet").write_bytes(b"PAR1 garbage"),
+        "requests.parquet: not a readable Parquet file",
+    ),
+    "requests is a FIFO": (lambda run: _fifo(run / "requests.parquet"), "requests.parquet: not"),
+    "instances not Parquet": (
+        lambda run: (run / "instances.parquet").write_bytes(b"garbage"),
+        "instances.parquet: not a readable Parquet file",
+    ),
+    "config is a FIFO": (lambda run: _fifo(run / "config.toml"), "config.toml: not a regular"),
+    "config not resolved": (
+        lambda run: (run / "config.toml").write_text("x = 1\n"),
+        "config.toml: not a resolved configuration",
+    ),
+    "summary nested deeply": (
+        lambda run: (run / "summary.json").write_text("[" * 100_000 + "]" * 100_000),
+        "no run directories (with a summary.json) found",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "run"
+    assert sim(["run", "--max-requests", "20", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_RUNS))
+def test_a_damaged_run_directory_is_refused_by_the_report(folder, capsys, finished_run, damage):
+    from analysis.cli import main as analysis
+
+    run_dir = folder / "run"
+    shutil.copytree(finished_run, run_dir)
+    make, expected = DAMAGED_RUNS[damage]
+    make(run_dir)
+    refused(capsys, analysis, ["report", "run", "-o", "report"], expected, keeps=folder)
