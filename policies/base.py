@@ -14,6 +14,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from sim.common.stages import Step
 from sim.common.tiers import CACHE_TIERS
 
 
@@ -91,9 +92,9 @@ class ClusterView(Protocol):
     @property
     def now(self) -> float: ...
 
-    @property
-    def startup_s(self) -> float:
-        """Fixed cost of starting an instance, before its checkpoint load."""
+    def steps(self, model: str) -> tuple[Step, ...]:
+        """The start-up steps of an instance of `model` (`sim.common.stages`): by default
+        the fixed start-up cost, then the checkpoint load."""
         ...
 
     def gpus_needed(self, model: str) -> int: ...
@@ -138,6 +139,12 @@ class ClusterView(Protocol):
     def load_s(self, server: int, model: str, delay: float) -> float:
         """Seconds a load of `model` on `server` beginning `delay` seconds from now would
         take, sharing links with the loads in flight (assuming no others begin)."""
+        ...
+
+    def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
+        """Seconds until CPU-bound stages of these CPU-seconds, beginning together `delay`
+        seconds from now on `server`, would all end, sharing its host cores with the other
+        start-ups' CPU stages in flight and planned (assuming no others begin)."""
         ...
 
     def running(self, server: int) -> list[Running]:

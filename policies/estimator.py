@@ -2,27 +2,47 @@
 
 The startup time of an option is the time from the decision until the new instance is
 ready to prefill:
-- a start on a server with room: the instance start-up cost, then the checkpoint load
-  from the fastest tier holding it there, sharing the server's links with the loads in
-  flight (`ClusterView.load_s` replays the fluid model forward: that is the queue wait);
+- a start on a server with room: the model's start-up steps one after another
+  (`sim.common.stages`; by default the fixed start-up cost, then the checkpoint load),
+  a step lasting as long as its longest stage: the load from the fastest tier holding
+  it there, sharing the server's links with the loads in flight (`ClusterView.load_s`
+  replays the fluid model forward: that is the queue wait), CPU-bound stages sharing
+  the server's host cores with the other start-ups' (`ClusterView.cpu_s`, the same
+  replay), fixed stages their seconds;
 - a start that needs migrations first: each displaced instance's destination starts and
   loads its model, then the migration rounds run; the new instance starts once the last
   displaced instance has stopped.
 
-The estimates assume nothing else happens meanwhile: no other load begins, and each
-migrating instance keeps its decode batch. When that holds they are exact (a test checks
-it); otherwise the recorded estimate and the actual startup tell the error.
+The estimates assume nothing else happens meanwhile: no other load or CPU stage begins,
+each migrating instance keeps its decode batch, and (priced step by step) an earlier
+step's flows do not delay the others' flows that a later step meets. When that holds
+they are exact (tests check it); otherwise the recorded estimate and the actual startup
+tell the error.
 """
 
 from dataclasses import dataclass
 
 from policies.base import ClusterView, Move, RoundCost, Running
+from sim.common.stages import CPU, FIXED, LOAD, Step
 
 
 def start_s(view: ClusterView, server: int, model: str, delay: float = 0.0) -> float:
     """Seconds until an instance of `model` whose start begins in `delay` s is ready."""
-    begin_load = delay + view.startup_s
-    return begin_load + view.load_s(server, model, begin_load)
+    t = delay
+    for step in view.steps(model):
+        t += step_s(view, server, model, step, t)
+    return t
+
+
+def step_s(view: ClusterView, server: int, model: str, step: Step, delay: float) -> float:
+    """Seconds a start-up step beginning `delay` seconds from now would take."""
+    longest = max((s.amount for s in step if s.kind == FIXED), default=0.0)
+    if any(s.kind == LOAD for s in step):
+        longest = max(longest, view.load_s(server, model, delay))
+    work = tuple(s.amount for s in step if s.kind == CPU)
+    if work:
+        longest = max(longest, view.cpu_s(server, work, delay))
+    return longest
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from policies.base import RoundCost, Running
 from sim.clock import Clock
+from sim.common.stages import Step
 from sim.common.tiers import CACHE_TIERS
 from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
@@ -19,6 +20,7 @@ from sim.instance import Instance
 from sim.loading import LINKS, fastest_tier
 from sim.results.instance_log import InstanceLog
 from sim.server import Server
+from sim.startup import CORES
 
 
 class Cluster:
@@ -51,6 +53,7 @@ class Cluster:
             ]
             for name, spec in config.models.items()
         }
+        self._steps = {name: config.steps(name) for name in config.models}
         self.gpu_seconds = 0.0
         # Of those: GPU time before instances were warm, and warm with no request.
         self.starting_gpu_seconds = 0.0
@@ -144,14 +147,17 @@ class Cluster:
     def total_available_gpus(self) -> int:
         return self._total_available
 
-    @property
-    def startup_s(self) -> float:
-        return self._config.instance_startup_s
+    def steps(self, model: str) -> tuple[Step, ...]:
+        return self._steps[model]
 
     def load_s(self, server: int, model: str, delay: float) -> float:
         s, spec = self.servers[server], self.models[model]
         links = LINKS[fastest_tier(s, model)]
         return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
+
+    def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
+        flows = [(work, CORES, 1.0) for work in cpu_seconds]
+        return self.servers[server].cores.predict_all_s(flows, delay)
 
     def running(self, server: int) -> list[Running]:
         return [

@@ -17,6 +17,7 @@ import tomli_w
 
 from sim.common import bounds
 from sim.common.errors import InputError
+from sim.common.stages import CPU, FIXED, LOAD, Stage, Step, default_steps
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
 from sim.keep_alive import check_keep_alive
@@ -42,6 +43,7 @@ class ServerGroup:
     ssd_read: float
     network: float
     pcie: float
+    host_cores: int  # CPU cores the CPU-bound start-up stages share (fluid)
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""
@@ -61,6 +63,9 @@ class ModelSpec:
     max_batch: int
     ssd_servers: tuple[int, ...]
     ttft_slo_s: float = DEFAULT_TTFT_SLO_S  # what SLO attainment and `edf` measure against
+    prefill_fixed_s: float = 0.0  # per forward pass, beside the per-token rate
+    prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
+    engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""
@@ -68,7 +73,7 @@ class ModelSpec:
 
     def prefill_s(self, tokens: int) -> float:
         """Seconds to prefill a prompt of `tokens` tokens."""
-        return tokens / self.prefill_tokens_per_s
+        return tokens / self.prefill_tokens_per_s + self.prefill_fixed_s
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,14 @@ class ClusterConfig:
     resolved: dict[str, Any]  # the normalised table, written back as config.toml
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
     keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
+    engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
+
+    def steps(self, model: str) -> tuple[Step, ...]:
+        """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
+        engine = self.models[model].engine
+        if engine and self.engines:
+            return self.engines[engine]
+        return default_steps(self.instance_startup_s)
 
     @property
     def server_count(self) -> int:
@@ -187,6 +200,12 @@ def _server_indices(value: Any) -> list[int]:
     return sorted(set(value))
 
 
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
 def _queue(value: Any) -> str:
     if value not in queue_names():
         raise ValueError(f"unknown queue discipline {value!r} (known: {', '.join(queue_names())})")
@@ -218,6 +237,7 @@ _SERVER: dict[str, Parser] = {
     "ssd_read": _bandwidth,
     "network": _bandwidth,
     "pcie": _bandwidth,
+    "host_cores": _integers(bounds.HOST_CORES),
 }
 _MODEL: dict[str, Parser] = {
     "weights": _size,
@@ -229,6 +249,8 @@ _MODEL: dict[str, Parser] = {
     "ssd_servers": _server_indices,
     "ssd_copies": _integers(bounds.SERVERS, minimum=0),
     "ttft_slo_s": _positive,
+    "prefill_fixed_s": _non_negative,
+    "prefill_waits_for_step": _flag,
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
@@ -236,6 +258,8 @@ _MODEL_DEFAULTS = {
     "ssd_servers": [],
     "ssd_copies": 0,
     "ttft_slo_s": DEFAULT_TTFT_SLO_S,
+    "prefill_fixed_s": 0.0,
+    "prefill_waits_for_step": False,
 }
 
 
@@ -268,12 +292,12 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models", "profile"):
+        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile"):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, workload, migration, servers, models, profile)"
+                "queue, workload, migration, servers, models, engines, profile)"
             )
-    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "profile")}}
+    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile")}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -308,15 +332,19 @@ def _build(table: dict) -> ClusterConfig:
         )
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
+    engines = _engines(_table(table.get("engines", {}), "engines"))
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
-        spec = _parse_fields({**_MODEL_DEFAULTS, **raw}, _MODEL, f"models.{name}.")
+        fields = {k: v for k, v in raw.items() if k != "engine"}
+        spec = _parse_fields({**_MODEL_DEFAULTS, **fields}, _MODEL, f"models.{name}.")
         spec["ssd_servers"] = _placement(name, spec, rank, server_count)
         spec["ssd_copies"] = 0  # resolved into the explicit list
         _check_model(name, spec, servers)
         model_tables[name] = spec
         fields = {k: v for k, v in spec.items() if k != "ssd_copies"}
+        if "engine" in raw:
+            fields["engine"] = spec["engine"] = _engine_of(name, raw["engine"], engines)
         models[name] = ModelSpec(
             name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
         )
@@ -328,6 +356,8 @@ def _build(table: dict) -> ClusterConfig:
         "servers": groups,
         "models": model_tables,
     }
+    if "engines" in table:
+        resolved["engines"] = table["engines"]
     if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
         resolved["profile"] = _table(table["profile"], "profile")
     return ClusterConfig(
@@ -340,7 +370,74 @@ def _build(table: dict) -> ClusterConfig:
         resolved=resolved,
         queue=top["queue"],
         keep_alive=top["keep_alive"],
+        engines=engines or None,
     )
+
+
+def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
+    """Each engine's start-up steps; errors name the engine, the entry and the key."""
+    engines = {}
+    for name, engine in raw.items():
+        where = f"engines.{name}"
+        engine = _table(engine, where)
+        for key in engine:
+            if key != "stages":
+                raise InputError(f"{where}.{key}: unknown key (expected stages)")
+        entries = engine.get("stages")
+        if not isinstance(entries, list) or not entries:
+            raise InputError(f"{where}.stages: expected a non-empty list of stages")
+        steps = []
+        for i, entry in enumerate(entries):
+            if isinstance(entry, list):
+                if not entry:
+                    raise InputError(f"{where}.stages[{i}]: an empty list of overlapped stages")
+                steps.append(
+                    tuple(_stage(s, f"{where}.stages[{i}][{j}]") for j, s in enumerate(entry))
+                )
+            else:
+                steps.append((_stage(entry, f"{where}.stages[{i}]"),))
+        stages = [stage for step in steps for stage in step]
+        names = [stage.name for stage in stages]
+        for stage in stages:
+            if names.count(stage.name) > 1:
+                raise InputError(f"{where}.stages: stage {stage.name!r} appears twice")
+        if sum(stage.kind == LOAD for stage in stages) != 1:
+            raise InputError(f'{where}.stages: expected exactly one {{name = "load"}} stage')
+        engines[name] = tuple(steps)
+    return engines
+
+
+def _stage(raw: Any, where: str) -> Stage:
+    """`{name = "load"}`, `{name, cpu_seconds}` (CPU-bound) or `{name, seconds}` (fixed)."""
+    raw = _table(raw, where)
+    for key in raw:
+        if key not in ("name", "cpu_seconds", "seconds"):
+            raise InputError(f"{where}.{key}: unknown key (expected name, cpu_seconds, seconds)")
+    try:
+        name = _name(raw.get("name"))
+    except ValueError as err:
+        raise InputError(f"{where}.name: {err}") from None
+    given = [key for key in ("cpu_seconds", "seconds") if key in raw]
+    if name == LOAD:
+        if given:
+            raise InputError(f"{where}.{given[0]}: the load stage takes no duration")
+        return Stage(name, LOAD)
+    if len(given) != 1:
+        raise InputError(f"{where}: stage {name!r} needs cpu_seconds or seconds (one of them)")
+    key = given[0]
+    try:
+        if key == "cpu_seconds":
+            return Stage(name, CPU, _positive(raw[key]))
+        return Stage(name, FIXED, _non_negative(raw[key]))
+    except ValueError as err:
+        raise InputError(f"{where}.{key}: {err}") from None
+
+
+def _engine_of(model: str, value: Any, engines: dict[str, tuple[Step, ...]]) -> str:
+    if not isinstance(value, str) or value not in engines:
+        known = ", ".join(engines) or "none: add an [engines.NAME] table"
+        raise InputError(f"models.{model}.engine: unknown engine {value!r} (defined: {known})")
+    return value
 
 
 def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:

@@ -37,6 +37,7 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_gpus(sim, server)
         _check_caches(sim, server)
         _check_links(sim, server)
+        _check_cores(sim, server)
     _check_indexes(sim)
     problem = sim.queue.audit()
     if problem is not None:
@@ -95,6 +96,37 @@ def _check_links(sim: "Simulation", server) -> None:
             _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")
 
 
+def _check_cores(sim: "Simulation", server) -> None:
+    """The host cores: never over-committed, none idle while a CPU stage runs below its
+    one core, and CPU work conserved: since the last event every CPU stage progressed by
+    exactly its rate times the time (one that ended, by all it had left)."""
+    cores = server.cores
+    capacity = cores.capacity["cores"]
+    total = sum(t.rate for t in cores.active)
+    if total > capacity * (1 + _SLACK) or any(t.rate > t.cap * (1 + _SLACK) for t in cores.active):
+        _fail(sim, f"server {server.id}: CPU stages take {total} of {capacity} cores")
+    if total < min(len(cores.active), capacity) * (1 - _SLACK):
+        _fail(sim, f"server {server.id}: {len(cores.active)} CPU stages use only {total} cores")
+    now = sim.clock.now
+    seen = sim.cpu_seen.get(server.id, {})
+    for flow, (remaining, rate, at) in seen.items():
+        expected = remaining - rate * (now - at)
+        left = flow.remaining - flow.rate * (now - flow.updated_at)
+        if abs(left - expected) > _SLACK * flow.size + _SLACK:
+            _fail(
+                sim,
+                f"server {server.id}: a CPU stage of {flow.size} CPU-seconds has {left} left, "
+                f"{expected} by its rate since t={at!r}",
+            )
+    for flow in cores.active:
+        if flow not in seen and flow.remaining != flow.size:
+            _fail(sim, f"server {server.id}: a CPU stage began with {flow.remaining} left")
+    if cores.active or seen:
+        sim.cpu_seen[server.id] = {
+            t: (t.remaining - t.rate * (now - t.updated_at), t.rate, now) for t in cores.active
+        }
+
+
 def _check_indexes(sim: "Simulation") -> None:
     cluster = sim.cluster
     total = 0
@@ -133,5 +165,6 @@ def check_outcome(sim: "Simulation") -> None:
     if sim.stopped_at is not None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:
-        if server.instances or server.links.active or server.links.planned:
+        busy = server.links.active or server.links.planned
+        if server.instances or busy or server.cores.active or server.cores.planned:
             _fail(sim, f"server {server.id} still runs instances or loads at the end")

@@ -1,10 +1,11 @@
 """The hardware profile: measured numbers that replace the cluster's guesses.
 
 `python -m calibration.measure` writes it on a real machine; anyone can write one by hand
-for hardware they do not own. JSON, versioned (`SCHEMA_VERSION`):
+for hardware they do not own. JSON, versioned (`SCHEMA_VERSION`; version 1, without the
+start-up's CPU figures, still loads):
 
     {
-      "version": 1,
+      "version": 2,
       "machine": {"description": "what was measured, and how"},
       "measurements": {NAME: {"n", "median", "min", "max", "unit", "page_cache_possible"}},
       "derived": {
@@ -13,6 +14,9 @@ for hardware they do not own. JSON, versioned (`SCHEMA_VERSION`):
                                     loader on a checkpoint held in host memory
         "network_bytes_per_s":      optional: the remote store's link per server
         "instance_startup_s":       a fresh process importing torch and creating its context
+        "startup_cpu_s":            version 2: the CPU-seconds of that start-up (at most it)
+        "host_cores":               version 2: the cores start-ups at once share (a whole
+                                    number, fitted to how they stretch)
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
         "decode_step_s":            one decode step of that model at batch 1
         "decode_step_per_request_s": what each extra request in the batch adds to a step
@@ -27,6 +31,10 @@ Applying it (`apply`): every server group takes the bandwidths; every model take
 inference speeds scaled from the reference model by its weights per GPU (decoding reads
 every weight once a step, so its step time grows with them; a prefill's work grows with
 the parameters, so its rate falls with them); the migration rounds take the fixed cost.
+A version-2 profile also sets every group's `host_cores` and creates the engine
+`measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
+CPU-seconds), then its CPU-bound part, then the load; every model without an engine of
+its own takes it.
 `measurements` are the raw figures behind `derived`, kept for provenance.
 """
 
@@ -34,13 +42,16 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.common import bounds
 from sim.common.errors import InputError
 from sim.common.user_files import BOM, parse_json, read_bytes
 
 if TYPE_CHECKING:
     from sim.config import ClusterConfig
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+VERSIONS = (1, 2)  # what still loads
+MEASURED_ENGINE = "measured"
 
 _DERIVED_REQUIRED = (
     "ssd_read_bytes_per_s",
@@ -53,8 +64,14 @@ _DERIVED_REQUIRED = (
     "migration_fixed_s",
     "migration_per_token_s",
 )
+_DERIVED_V2 = ("startup_cpu_s", "host_cores")
 _DERIVED_OPTIONAL = ("network_bytes_per_s",)
-_MAY_BE_ZERO = ("decode_step_per_request_s", "migration_fixed_s", "instance_startup_s")
+_MAY_BE_ZERO = (
+    "decode_step_per_request_s",
+    "migration_fixed_s",
+    "instance_startup_s",
+    "startup_cpu_s",
+)
 _MEASUREMENT = ("n", "median", "min", "max", "unit", "page_cache_possible")
 
 
@@ -101,9 +118,9 @@ def parse(document: Any) -> dict[str, float]:
     """The derived parameters of a profile document, after checking every field."""
     doc = _table(document, "profile")
     version = doc.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version not in VERSIONS:
         raise InputError(
-            f"version: expected {SCHEMA_VERSION}, got {doc.get('version')!r} "
+            f"version: expected {' or '.join(map(str, VERSIONS))}, got {doc.get('version')!r} "
             "(a profile from another version of thaw)"
         )
     for key in doc:
@@ -117,15 +134,25 @@ def parse(document: Any) -> dict[str, float]:
     for name, raw in _table(doc.get("measurements", {}), "measurements").items():
         _check_measurement(name, raw)
     raw = _table(doc.get("derived"), "derived")
+    required = _DERIVED_REQUIRED + (_DERIVED_V2 if version >= 2 else ())
     for key in raw:
-        if key not in _DERIVED_REQUIRED + _DERIVED_OPTIONAL:
-            raise InputError(f"derived.{key}: unknown key")
+        if key not in required + _DERIVED_OPTIONAL:
+            raise InputError(f"derived.{key}: unknown key (in a version {version} profile)")
     derived = {}
-    for key in _DERIVED_REQUIRED + _DERIVED_OPTIONAL:
+    for key in required + _DERIVED_OPTIONAL:
         if key in raw:
             derived[key] = _number(raw[key], f"derived.{key}", zero_ok=key in _MAY_BE_ZERO)
-        elif key in _DERIVED_REQUIRED:
+        elif key in required:
             raise InputError(f"derived.{key}: missing")
+    if version >= 2:
+        cores = derived["host_cores"]
+        if cores != int(cores) or not 1 <= cores <= bounds.HOST_CORES:
+            raise InputError(
+                f"derived.host_cores: expected a whole number from 1 to {bounds.HOST_CORES}, "
+                f"got {cores!r}"
+            )
+        if derived["startup_cpu_s"] > derived["instance_startup_s"]:
+            raise InputError("derived.startup_cpu_s: more than instance_startup_s")
     return derived
 
 
@@ -166,4 +193,28 @@ def apply(table: dict, derived: dict[str, float], config: "ClusterConfig") -> li
         ]
     table["migration"]["round_overhead_s"] = derived["migration_fixed_s"]
     applied.append("migration.round_overhead_s")
+    if "host_cores" in derived:
+        applied += _apply_startup(table, derived, config)
+    return applied
+
+
+def _apply_startup(table: dict, derived: dict[str, float], config: "ClusterConfig") -> list[str]:
+    """Version 2: the groups' host cores, and the measured start-up as an engine."""
+    applied = []
+    for i, group in enumerate(table["servers"]):
+        group["host_cores"] = int(derived["host_cores"])
+        applied.append(f"servers[{i}].host_cores")
+    cpu = derived["startup_cpu_s"]
+    stages: list[dict[str, Any]] = [
+        {"name": "startup", "seconds": derived["instance_startup_s"] - cpu}
+    ]
+    if cpu > 0:
+        stages.append({"name": "startup-cpu", "cpu_seconds": cpu})
+    stages.append({"name": "load"})
+    table["engines"] = {**table.get("engines", {}), MEASURED_ENGINE: {"stages": stages}}
+    applied.append(f"engines.{MEASURED_ENGINE}")
+    for name, spec in config.models.items():
+        if not spec.engine:
+            table["models"][name]["engine"] = MEASURED_ENGINE
+            applied.append(f"models.{name}.engine")
     return applied

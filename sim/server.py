@@ -1,4 +1,5 @@
-"""One GPU server: its GPUs, DRAM and SSD checkpoint caches, and shared load links."""
+"""One GPU server: its GPUs, DRAM and SSD checkpoint caches, shared load links and the
+host cores its instances' CPU-bound start-up stages share."""
 
 from collections import Counter
 from collections.abc import Callable
@@ -24,6 +25,8 @@ class Server:
         self.group = group
         self.gpus = group.gpus
         self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
+        # CPU-bound start-up stages as flows of CPU-seconds, at most one core each.
+        self.cores = ServerLinks(clock, {"cores": float(group.host_cores)})
         self.dram = CheckpointCache(
             group.dram, lambda model, held: on_cache_change("dram", model, server_id, held)
         )

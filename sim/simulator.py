@@ -41,6 +41,7 @@ from sim.migration import Migration
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
+from sim.startup import Startup
 
 
 @dataclass
@@ -91,6 +92,8 @@ class Simulation:
         self.preemptions = 0
         self.wall_s = 0.0
         self.stopped_at: float | None = None  # a time limit cut the run short
+        # The invariant checker's record of each server's CPU stages at the last event.
+        self.cpu_seen: dict[int, dict] = {}
         if check:
             self._audit_every_event()
 
@@ -216,7 +219,8 @@ class Simulation:
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
     ) -> Instance:
-        """Start an instance: fixed start-up cost, then the checkpoint load, then warm.
+        """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
+        then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
         they have all left.
@@ -241,7 +245,7 @@ class Simulation:
             self.cluster.gpu_seconds += held_s
             self.cluster.starting_gpu_seconds += held_s
             instance.allocated_at = self.clock.now
-            load.start_in(self.config.instance_startup_s, ready)
+            Startup(self.clock, load.server, load, self.cluster.steps(model), ready).begin()
 
         if leaving:
             self._held[instance] = _Held(len(leaving), start, sum(pledged))

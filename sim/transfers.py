@@ -1,4 +1,5 @@
-"""Checkpoint loads as fluid flows over one server's shared links.
+"""Checkpoint loads as fluid flows over one server's shared links (and, the same way,
+CPU-bound start-up stages as flows of CPU-seconds over its host cores: `sim.startup`).
 
 A load streams from its tier to the GPUs through every link on the way, pipelined, so
 its rate is set by its bottleneck. Concurrent loads on a server share the SSD and the
@@ -74,19 +75,29 @@ class ServerLinks:
         begin, as if no other load were decided: exact when none is, the scheduler's
         estimate of the queueing on the links otherwise.
         """
+        return self.predict_all_s([(size, links, cap)], delay)
+
+    def predict_all_s(self, new: list[tuple[float, tuple[str, ...], float]], delay: float) -> float:
+        """As `predict_s`, for flows (size, links, cap) that begin together `delay`
+        seconds from now: how long until the last of them ends."""
         now = self._clock.now
-        flows = [[t.remaining - t.rate * (now - t.updated_at), t.links, t.cap] for t in self.active]
-        mine = [float(size), links, cap]
-        # (seconds from now, order, flow): planned loads join before `mine` on ties.
-        joins = [(at - now, k, [b, ls, c]) for k, (at, b, ls, c) in enumerate(self.planned)]
-        joins.append((delay, len(joins), mine))
+        flows = [
+            [t.remaining - t.rate * (now - t.updated_at), t.links, t.cap, False]
+            for t in self.active
+        ]
+        # (seconds from now, order, flow): planned loads join before the new ones on ties.
+        joins = [(at - now, k, [b, ls, c, False]) for k, (at, b, ls, c) in enumerate(self.planned)]
+        joins += [
+            (delay, len(joins) + k, [float(b), ls, c, True]) for k, (b, ls, c) in enumerate(new)
+        ]
         joins.sort(key=lambda j: j[:2])
-        t, since = 0.0, None  # since: seconds since `mine` began
+        mine = len(new)  # new flows not yet ended
+        t, since = 0.0, None  # since: seconds since the new flows began
         while True:
             while joins and joins[0][0] <= t:
                 flow = joins.pop(0)[2]
                 flows.append(flow)
-                since = 0.0 if flow is mine else since
+                since = 0.0 if flow[3] else since
             if not flows:
                 t = joins[0][0]
                 continue
@@ -94,9 +105,10 @@ class ServerLinks:
             left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
-                mine_left = left[[f is mine for f in flows].index(True)]
-                if mine_left <= step:
-                    return since + mine_left
+                ended = [dt for f, dt in zip(flows, left, strict=True) if f[3] and dt <= step]
+                mine -= len(ended)
+                if mine == 0:
+                    return since + max(ended)
             for f, r in zip(flows, rates, strict=True):
                 f[0] -= r * step
             flows = [f for f, dt in zip(flows, left, strict=True) if dt > step]

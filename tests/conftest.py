@@ -33,6 +33,7 @@ ssd = "64GiB"
 ssd_read = "2GiB/s"
 network = "{network}"
 pcie = "4GiB/s"
+host_cores = {host_cores}
 
 [models.a]
 weights = "4GiB"
@@ -42,6 +43,7 @@ decode_step_s = 0.125
 decode_step_per_request_s = 0.125
 max_batch = {max_batch}
 ssd_servers = {ssd_a}
+{model_keys}
 
 [models.b]
 weights = "4GiB"
@@ -50,6 +52,7 @@ prefill_tokens_per_s = 1024.0
 decode_step_s = 0.125
 max_batch = {max_batch}
 ssd_servers = {ssd_b}
+{model_keys}
 """
 
 GiB = 2**30
@@ -65,8 +68,12 @@ def tiny_config(
     ssd_b: str = "[]",
     keep_alive: float = 8.0,
     network: str = "1GiB/s",
+    host_cores: int = 32,
+    model_keys: str = "",
     extra: str = "",
 ) -> ClusterConfig:
+    """The TINY cluster; `model_keys` (TOML lines) go into both models' tables, `extra`
+    at the end of the file."""
     path = tmp_path / "tiny.toml"
     text = TINY.format(
         count=count,
@@ -76,6 +83,8 @@ def tiny_config(
         ssd_b=ssd_b,
         keep_alive=keep_alive,
         network=network,
+        host_cores=host_cores,
+        model_keys=model_keys,
     )
     path.write_text(text + extra)
     return load_config(path)

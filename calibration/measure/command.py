@@ -37,7 +37,11 @@ from calibration.measure.measurement import Measurement
 from calibration.measure.migration_probe import measure_migration
 from calibration.measure.plausibility import check
 from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settings
-from calibration.measure.startup_probe import measure_startup
+from calibration.measure.startup_probe import (
+    CONCURRENCY,
+    measure_concurrent_startup,
+    measure_startup,
+)
 from calibration.measure.storage_probe import (
     NotADisk,
     StorageFiles,
@@ -110,7 +114,12 @@ def measure(device: str, directory: Path, chosen: Settings, source: Path | None,
         shutil.rmtree(scratch, ignore_errors=True)
     check(measurements, device)
     derived, notes, fits = derive(
-        measurements, points["decode"], points["prefill"], points["migration"], reference_bytes
+        measurements,
+        points["decode"],
+        points["prefill"],
+        points["migration"],
+        reference_bytes,
+        cpus=os.cpu_count() or 1,
     )
     machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
     # The loader against the device, as DESIGN's profile contract asks: raw is the best
@@ -146,7 +155,12 @@ def _measure_all(
     results |= _copies(files, device, chosen.runs)
     _step(3, "instance start-up (a fresh process importing torch)")
     results |= measure_startup(device, chosen.startup_runs)
-    _say(f"start-up: {results['instance_startup'].median:.2f} s (median)")
+    results |= measure_concurrent_startup(device, chosen.startup_rounds)
+    _say(
+        f"start-up: {results['instance_startup'].median:.2f} s (median), "
+        f"{results['instance_startup_cpu'].median:.2f} CPU-seconds; at once: "
+        + ", ".join(f"{k}: {results[f'instance_startup_x{k}'].median:.2f} s" for k in CONCURRENCY)
+    )
     _step(4, "decode steps by batch size")
     threads = CPU_INFERENCE_THREADS if device == "cpu" else None
     if threads:

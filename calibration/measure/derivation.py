@@ -8,6 +8,10 @@ well as that model can (sim/profile.py documents the fields):
 - `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
   (the page cache), moved onto the device by the same code a DRAM-cache load runs;
 - `instance_startup_s`: a fresh process importing torch and creating its context;
+- `startup_cpu_s`: the CPU-seconds that process spent until then (its own clock), at
+  most its wall time;
+- `host_cores`: the cores whose fluid model best explains start-ups at once stretching
+  (`calibration.measure.host_cores`);
 - `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
   slope of the line through it that fits the other batch sizes best;
 - `recompute_tokens_per_s`: the rate that fits the prefill times best (the simulator's
@@ -25,6 +29,7 @@ honestly (a fit that noise bent below zero, recompute no faster than decode) goe
 the notes, not under the rug.
 """
 
+from calibration.measure.host_cores import fit_host_cores
 from calibration.measure.linear_fit import (
     Line,
     Points,
@@ -43,8 +48,13 @@ def derive(
     prefill: Points,
     migration: Points,
     model_bytes: int,
+    *,
+    cpus: int,
 ) -> tuple[dict[str, float], list[str], dict[str, Line]]:
     """The derived parameters, the notes that qualify them, and the fitted lines.
+
+    `cpus`: the cores the OS reports, what `host_cores` takes when no start-ups at once
+    stretched.
 
     `decode`: step seconds by batch size, batch 1 first; `prefill`: seconds by prompt
     length; `migration`: stop-and-copy round seconds by tokens moved.
@@ -83,6 +93,21 @@ def derive(
             f"({1 / decode.y[0]:.0f} tokens/s) on this hardware: the design expects it to "
             "be, and token migration gains less here"
         )
+    alone = measurements["instance_startup"].median
+    cpu = measurements["instance_startup_cpu"].median
+    if cpu > alone:
+        notes.append(
+            f"the start-up spent {cpu:.2f} CPU-seconds in {alone:.2f} s (more than one thread): "
+            "startup_cpu_s is recorded as its wall time"
+        )
+        cpu = alone
+    at_once = {
+        int(name.removeprefix("instance_startup_x")): m.median
+        for name, m in measurements.items()
+        if name.startswith("instance_startup_x")
+    }
+    derived["startup_cpu_s"] = cpu
+    derived["host_cores"] = float(fit_host_cores(alone, cpu, at_once, cpus))
     rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
     notes.append(
         f"prefill ran at {min(rates):.0f}-{max(rates):.0f} tokens/s over prompts of "

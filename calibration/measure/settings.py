@@ -51,6 +51,7 @@ class Settings:
     checkpoint_bytes: int
     runs: int  # interleaved rounds of the storage figures; repetitions of each copy
     startup_runs: int  # start-ups timed (a process each, the dearest repetition)
+    startup_rounds: int  # rounds of start-ups at once, per concurrency level
     raw_grid: tuple[tuple[int, int], ...]  # (request bytes, threads) of the raw sweep
     sweep_rounds: int  # cold reads of each configuration of the raw sweep, in turns
     model: ModelConfig
@@ -71,6 +72,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             checkpoint_bytes=64 * MiB,
             runs=6,
             startup_runs=2,
+            startup_rounds=1,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
             sweep_rounds=3,
             model=QUICK_MODEL,
@@ -88,6 +90,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             checkpoint_bytes=2048 * MiB,
             runs=5,
             startup_runs=5,
+            startup_rounds=3,
             raw_grid=tuple(
                 (chunk * MiB, threads) for chunk in (1, 4, 16, 64) for threads in (1, 2, 4)
             ),

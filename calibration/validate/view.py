@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from policies.base import RoundCost, Running
 from sim.cache import CheckpointCache
+from sim.common.stages import Step, default_steps
 from sim.common.tiers import CACHE_TIERS
 from sim.indexed_set import IndexedSet
 
@@ -79,9 +80,8 @@ class Books:
     def now(self) -> float:
         return self.clock()
 
-    @property
-    def startup_s(self) -> float:
-        return self.derived["instance_startup_s"]
+    def steps(self, model: str) -> tuple[Step, ...]:
+        return default_steps(self.derived["instance_startup_s"])
 
     def gpus_needed(self, model: str) -> int:
         return 1
@@ -126,6 +126,9 @@ class Books:
         if self.fastest_tier(server, model) == "ssd":
             rate = min(rate, self.derived["ssd_read_bytes_per_s"])
         return self.models[model] / rate
+
+    def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
+        raise NotImplementedError("the real replay's start-ups have no CPU-bound stages")
 
     def running(self, server: int) -> list[Running]:
         return []

@@ -25,6 +25,7 @@ FIELD_CHARS = 4 * KiB
 SERVERS = 100_000
 GPUS_PER_SERVER = 1024  # machines hold 8-16 GPUs; rack-scale systems 72
 MODELS = 1_000_000  # catalogs of a few hundred models; Functions traces name ~50,000 apps
+HOST_CORES = 1_000_000  # servers have 32-384 cores; a host with a million is a slip
 MAX_BATCH = 2**20  # serving engines batch hundreds of requests, not a million
 MIGRATION_ROUNDS = 1_000_000  # ServerlessLLM's migrations converge in a handful of rounds
 BYTES = 2**60  # sizes (GPU memory, DRAM, SSD, weights) up to 1 EiB, per server or model

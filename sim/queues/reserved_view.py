@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from policies.base import RoundCost, Running, least_loaded
+from sim.common.stages import Step
 
 if TYPE_CHECKING:
     from sim.cluster import Cluster
@@ -31,9 +32,8 @@ class ReservedView:
     def now(self) -> float:
         return self._cluster.now
 
-    @property
-    def startup_s(self) -> float:
-        return self._cluster.startup_s
+    def steps(self, model: str) -> tuple[Step, ...]:
+        return self._cluster.steps(model)
 
     def gpus_needed(self, model: str) -> int:
         return self._cluster.gpus_needed(model)
@@ -92,6 +92,9 @@ class ReservedView:
 
     def load_s(self, server: int, model: str, delay: float) -> float:
         return self._cluster.load_s(server, model, delay)
+
+    def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
+        return self._cluster.cpu_s(server, cpu_seconds, delay)
 
     def running(self, server: int) -> list[Running]:
         return [] if server == self.server else self._cluster.running(server)

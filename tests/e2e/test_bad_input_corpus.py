@@ -40,6 +40,8 @@ WHERE = {
     "trace-zero-tokens.csv": "line 3: output_tokens",
     "config-bad-migration.toml": "migration.max_rounds",
     "config-empty-catalog.toml": "models: the catalog is empty",
+    "config-engine-zero-cpu.toml": "engines.e.stages[1].cpu_seconds: expected a positive",
+    "config-zero-host-cores.toml": "servers[0].host_cores: expected a positive integer",
     "config-invalid-toml.toml": "invalid TOML",
     "config-missing-model-key.toml": "models.m.prefill_tokens_per_s: missing",
     "config-model-too-big.toml": "models.giant: needs 4 GPUs",

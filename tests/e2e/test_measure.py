@@ -20,6 +20,7 @@ from calibration.checkpoint.pagecache import PageCacheError
 from calibration.checkpoint.reader import load
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
+from calibration.measure.host_cores import fit_host_cores
 from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile, check
@@ -70,6 +71,10 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["ssd_read_bytes_per_s"] == measurements["loader_cold"]["median"]
     assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
+    assert derived["startup_cpu_s"] <= derived["instance_startup_s"]
+    assert measurements["instance_startup_x2"]["n"] == 2
+    assert measurements["instance_startup_x4"]["n"] == 4
+    assert derived["host_cores"] >= 1 and derived["host_cores"] == int(derived["host_cores"])
     assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
     efficiency = measurements["loader_cold"]["median"] / measurements["raw_cold"]["median"]
     assert document["machine"]["loader_efficiency"] == efficiency
@@ -94,6 +99,8 @@ def test_the_simulator_runs_on_the_measured_profile(quick_profile, tmp_path):
     derived = json.loads(quick_profile.read_text())["derived"]
     assert resolved["servers"][0]["ssd_read"] == derived["ssd_read_bytes_per_s"]
     assert resolved["instance_startup_s"] == derived["instance_startup_s"]
+    assert resolved["servers"][0]["host_cores"] == derived["host_cores"]
+    assert all(model["engine"] == "measured" for model in resolved["models"].values())
     assert json.loads((run / "summary.json").read_text())["completed"] > 0
 
 
@@ -206,7 +213,10 @@ def test_a_gpu_load_faster_than_its_host_link_is_refused():
 
 def storage_and_startup() -> dict[str, Measurement]:
     return figures(loader_cold=1e9, loader_warm=4e9) | {
-        "instance_startup": Measurement((2.0,), "s", True)
+        "instance_startup": Measurement((2.0,), "s", True),
+        "instance_startup_cpu": Measurement((1.5,), "s", True),
+        "instance_startup_x2": Measurement((2.0,), "s", True),
+        "instance_startup_x4": Measurement((3.5,), "s", True),
     }
 
 
@@ -221,7 +231,7 @@ PREFILL = points((100, 0.1), (400, 0.4))  # 1,000 tokens/s, no fixed cost
 def test_the_fits_are_the_simulators_cost_models():
     decode = points((1, 0.010), (2, 0.013), (4, 0.019))  # 10 ms + 3 ms a request
     rounds = points((100, 0.105), (400, 0.405))  # recompute at 1,000/s + 5 ms
-    derived, notes, fits = derive(storage_and_startup(), decode, PREFILL, rounds, 10**6)
+    derived, notes, fits = derive(storage_and_startup(), decode, PREFILL, rounds, 10**6, cpus=8)
     assert derived["decode_step_s"] == 0.010
     assert derived["decode_step_per_request_s"] == pytest.approx(0.003)
     assert derived["recompute_tokens_per_s"] == pytest.approx(1000.0)
@@ -233,7 +243,7 @@ def test_the_fits_are_the_simulators_cost_models():
 def test_noise_that_bends_a_fit_below_zero_is_recorded_as_zero_and_said():
     shrinking = points((1, 0.010), (4, 0.008))
     rounds = points((100, 0.095), (400, 0.395))  # faster than the prefill rate
-    derived, notes, _ = derive(storage_and_startup(), shrinking, PREFILL, rounds, 10**6)
+    derived, notes, _ = derive(storage_and_startup(), shrinking, PREFILL, rounds, 10**6, cpus=8)
     assert derived["decode_step_per_request_s"] == 0.0 and derived["migration_fixed_s"] == 0.0
     assert derived["decode_step_s"] == 0.010
     assert any("decode_step_per_request_s" in n for n in notes)
@@ -243,7 +253,7 @@ def test_noise_that_bends_a_fit_below_zero_is_recorded_as_zero_and_said():
 def test_recompute_slower_than_decode_is_said_not_hidden():
     slow_prefill = points((10, 1.0), (20, 2.0))  # 10 tokens/s against 100 decoded
     derived, notes, _ = derive(
-        storage_and_startup(), FLAT_DECODE, slow_prefill, slow_prefill, 10**6
+        storage_and_startup(), FLAT_DECODE, slow_prefill, slow_prefill, 10**6, cpus=8
     )
     assert derived["recompute_tokens_per_s"] == pytest.approx(10.0)
     assert any("not faster than decode" in note for note in notes)
@@ -252,7 +262,15 @@ def test_recompute_slower_than_decode_is_said_not_hidden():
 def test_a_prefill_that_does_not_grow_with_the_prompt_is_refused():
     shrinking = points((100, 0.4), (400, -0.1))
     with pytest.raises(ImpossibleProfile, match="prefill"):
-        derive(storage_and_startup(), FLAT_DECODE, shrinking, PREFILL, 10**6)
+        derive(storage_and_startup(), FLAT_DECODE, shrinking, PREFILL, 10**6, cpus=8)
+
+
+def test_host_cores_are_fitted_to_how_start_ups_at_once_stretch():
+    # 0.5 s fixed + 1.5 CPU-seconds: 4 at once on 2 cores take 0.5 + 1.5 * 2 = 3.5 s.
+    derived, _, _ = derive(storage_and_startup(), FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
+    assert derived["host_cores"] == 2.0 and derived["startup_cpu_s"] == 1.5
+    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.0}, 8) == 8  # no stretch: the OS's count
+    assert fit_host_cores(2.0, 1.5, {2: 3.5, 4: 6.5}, 8) == 1
 
 
 def test_lines_through_exact_points_are_recovered():

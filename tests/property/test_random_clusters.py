@@ -1,5 +1,6 @@
-"""Property tests on random heterogeneous clusters: whatever the hardware, the catalog,
-the trace, the keep-alive (its length and its policy, pre-warming included), the queue
+"""Property tests on random heterogeneous clusters: whatever the hardware (host cores
+included), the catalog, the start-up engines, the trace, the keep-alive (its length and
+its policy, pre-warming included), the queue
 discipline and the policy, the books hold after every event (`--check`) and a fixed seed
 gives identical results."""
 
@@ -37,6 +38,7 @@ def groups(draw):
                 "ssd_read": draw(st.sampled_from(BANDWIDTHS)),
                 "network": draw(st.sampled_from(BANDWIDTHS)),
                 "pcie": draw(st.sampled_from(BANDWIDTHS)),
+                "host_cores": draw(st.integers(1, 4)),
             }
         )
     return drawn
@@ -47,6 +49,7 @@ def clusters(draw):
     """A cluster TOML: random groups, and a catalog every model of which some group holds."""
     server_groups = draw(groups())
     servers = sum(g["count"] for g in server_groups)
+    engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
     text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
     for i, g in enumerate(server_groups):
@@ -54,7 +57,7 @@ def clusters(draw):
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
             f'gpu_memory = "{g["gpu_memory_gib"]}GiB"\ndram = "{g["dram_gib"]}GiB"\n'
             f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
-            f'pcie = "{g["pcie"]}"\n'
+            f'pcie = "{g["pcie"]}"\nhost_cores = {g["host_cores"]}\n'
         )
     for m in range(draw(st.integers(1, 4))):
         host = draw(st.sampled_from(server_groups))
@@ -68,8 +71,40 @@ def clusters(draw):
             f"decode_step_per_request_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
             f"max_batch = {draw(st.integers(1, 8))}\nssd_servers = {sorted(ssd)}\n"
             f"ttft_slo_s = {draw(st.sampled_from([1.0, 10.0, 100.0]))}\n"
+            f"prefill_fixed_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
+            f"prefill_waits_for_step = {str(draw(st.booleans())).lower()}\n"
         )
+        if engines and draw(st.booleans()):
+            text += f'engine = "e{draw(st.integers(0, len(engines) - 1))}"\n'
+    for e, stages in enumerate(engines):
+        text += f"[engines.e{e}]\nstages = [{', '.join(stages)}]\n"
     return text
+
+
+STAGE = st.one_of(
+    st.builds(
+        '{{name = "{}", cpu_seconds = {}}}'.format, st.just("cpu"), st.sampled_from([0.5, 3.0])
+    ),
+    st.builds(
+        '{{name = "{}", seconds = {}}}'.format, st.just("fixed"), st.sampled_from([0.0, 1.0])
+    ),
+)
+
+
+@st.composite
+def engine(draw):
+    """Start-up stages: the load and up to three others, some steps overlapped."""
+    stages = ['{name = "load"}'] + [
+        s.replace('"cpu"', f'"cpu{i}"').replace('"fixed"', f'"fixed{i}"')
+        for i, s in enumerate(draw(st.lists(STAGE, max_size=3)))
+    ]
+    order = draw(st.permutations(stages))
+    steps, i = [], 0
+    while i < len(order):
+        n = draw(st.integers(1, len(order) - i))
+        steps.append(order[i] if n == 1 else f"[{', '.join(order[i : i + n])}]")
+        i += n
+    return steps
 
 
 @pytest.mark.parametrize("queue", queue_names())

@@ -4,6 +4,7 @@ from conftest import simulate, tiny_config
 
 from policies.base import RoundCost, Running
 from policies.estimator import leaves_at_s, plan_rounds, start_s
+from sim.common.stages import default_steps
 
 COST = RoundCost(per_token_s=2**-10, fixed_s=0.0625, stop_tokens=20, max_rounds=10)
 
@@ -29,7 +30,8 @@ def test_rounds_are_capped_when_generation_outpaces_recompute():
 
 
 class Uncontended:
-    startup_s = 2.0
+    def steps(self, model):
+        return default_steps(2.0)
 
     def load_s(self, server, model, delay):
         return 4.0 + delay  # shows which delay the estimator asked about

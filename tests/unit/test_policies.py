@@ -7,6 +7,7 @@ import pytest
 
 from policies import get_policy, policy_names
 from policies.base import Move, Request, RoundCost, Running, Start, Wait
+from sim.common.stages import default_steps
 
 LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
 COST = RoundCost(per_token_s=0.001, fixed_s=0.01, stop_tokens=20, max_rounds=10)
@@ -22,7 +23,12 @@ class View:
     ssd: dict[str, list[int]] = field(default_factory=dict)
     busy: dict[int, list[Running]] = field(default_factory=dict)
     now: float = 0.0
-    startup_s: float = 2.0
+
+    def steps(self, model):
+        return default_steps(2.0)
+
+    def cpu_s(self, server, cpu_seconds, delay):
+        return max(cpu_seconds)  # cores to spare: no contention
 
     def gpus_needed(self, model):
         return {"big": 2, "huge": 3}.get(model, 1)

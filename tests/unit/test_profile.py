@@ -1,6 +1,7 @@
 """Hardware profiles: checked field by field, and laid over the cluster's numbers."""
 
 import json
+import re
 
 import pytest
 from conftest import GiB, simulate, tiny_config
@@ -59,7 +60,7 @@ def test_speeds_scale_from_the_reference_model_by_weights_per_gpu(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"version": 2}, "version: expected 1"),
+        ({"version": 7}, "version: expected 1 or 2"),
         ({"derived": {**DERIVED, "ssd_read_bytes_per_s": -1}}, "derived.ssd_read_bytes_per_s"),
         ({"derived": {k: v for k, v in DERIVED.items() if k != "decode_step_s"}}, "missing"),
         ({"derived": {**DERIVED, "warp_factor": 9}}, "derived.warp_factor: unknown key"),
@@ -110,3 +111,43 @@ def test_the_shipped_measured_profile_loads_and_says_where_it_was_measured(repo_
     assert "Measured by `python -m calibration.measure" in document["machine"]["description"]
     config = load_config(None, path)
     assert config.servers[0].ssd_read == document["derived"]["ssd_read_bytes_per_s"]
+
+
+V2 = {**DERIVED, "startup_cpu_s": 1.5, "host_cores": 2.0}
+
+
+def test_a_version_1_profile_still_loads_and_adds_no_engine(tmp_path):
+    tiny_config(tmp_path)
+    config = load_config(tmp_path / "tiny.toml", write(tmp_path))
+    assert config.engines is None and config.servers[0].host_cores == 32
+
+
+def test_a_version_2_profile_creates_the_measured_engine_and_round_trips(tmp_path):
+    tiny_config(tmp_path, ssd_a="[0]")
+    config = load_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    assert config.servers[0].host_cores == 2
+    assert config.models["a"].engine == "measured"
+    kinds = [(s.name, s.kind, s.amount) for step in config.steps("a") for s in step]
+    assert kinds == [("startup", "fixed", 0.5), ("startup-cpu", "cpu", 1.5), ("load", "load", 0.0)]
+    # Alone, the start-up is the measured 2 s, then 4 GiB from SSD at 2 GiB/s.
+    assert simulate(config, [(0.0, "a", 512, 1)]).table.startup_s[0] == 2.0 + 2.0
+    resolved = tmp_path / "resolved.toml"
+    resolved.write_text(config.to_toml())
+    again = load_config(resolved)
+    assert again.engines == config.engines and again.models == config.models
+
+
+@pytest.mark.parametrize(
+    ("version", "derived", "message"),
+    [
+        (2, DERIVED, "derived.startup_cpu_s: missing"),
+        (1, V2, "derived.startup_cpu_s: unknown key (in a version 1 profile)"),
+        (2, {**V2, "host_cores": 2.5}, "derived.host_cores: expected a whole number"),
+        (2, {**V2, "startup_cpu_s": 3.0}, "derived.startup_cpu_s: more than"),
+        (3, V2, "version: expected 1 or 2, got 3"),
+    ],
+)
+def test_version_2_fields_are_checked(tmp_path, version, derived, message):
+    tiny_config(tmp_path)
+    with pytest.raises(InputError, match=re.escape(message)):
+        load_config(tmp_path / "tiny.toml", write(tmp_path, derived, version=version))

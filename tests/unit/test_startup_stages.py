@@ -1,0 +1,169 @@
+"""Start-up stages under host contention, and the inference options beside them.
+
+The TINY cluster (conftest): one server, a remote load of 4 GiB over 1 GiB/s takes 4 s
+(from SSD, 2 s), a prompt of 512 tokens prefills in 0.5 s. Every expectation below is
+computed by hand and exact in binary floating point.
+"""
+
+import pytest
+from conftest import simulate, tiny_config
+
+from policies.estimator import start_s
+from sim.common.errors import InputError
+from sim.common.seeds import rng
+from sim.config import load_config
+from sim.invariants import InvariantError, check_state
+from sim.simulator import Simulation
+
+ENGINE = 'engine = "e"'
+
+
+def engine(stages: str) -> str:
+    return f"\n[engines.e]\nstages = {stages}\n"
+
+
+def startups(tmp_path, stages, rows, **kwargs):
+    config = tiny_config(tmp_path, model_keys=ENGINE, extra=engine(stages), **kwargs)
+    return simulate(config, rows, check=True).table.startup_s
+
+
+BOTH = [(0.0, "a", 512, 1), (0.0, "b", 512, 1)]
+CPU_THEN_LOAD = '[{name = "init", cpu_seconds = 2.0}, {name = "load"}]'
+
+
+def test_a_cpu_stage_alone_takes_its_cpu_seconds(tmp_path):
+    got = startups(tmp_path, CPU_THEN_LOAD, [(0.0, "a", 512, 1)], host_cores=1)
+    assert list(got) == [2.0 + 4.0]
+
+
+def test_two_cpu_start_ups_on_one_core_take_twice_as_long(tmp_path):
+    # 2 CPU-seconds each at half a core: both end at 4; then both remote loads share
+    # the 1 GiB/s link (8 s): ready at 12.
+    assert list(startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=1)) == [12.0, 12.0]
+
+
+def test_two_cpu_start_ups_on_two_cores_do_not_stretch(tmp_path):
+    assert list(startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=2)) == [10.0, 10.0]
+
+
+def test_an_overlapped_pair_takes_the_longer(tmp_path):
+    stages = '[[{name = "c", cpu_seconds = 3.0}, {name = "f", seconds = 1.0}], {name = "load"}]'
+    assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [3.0 + 4.0]
+    stages = '[[{name = "warmup", cpu_seconds = 1.0}, {name = "load"}]]'
+    assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [4.0]
+
+
+def test_overlapped_cpu_stages_of_one_instance_share_its_cores(tmp_path):
+    # On one core: 0.5 each until the short one ends at 2; the long one's last 2 s at
+    # a whole core: 4; then the load.
+    stages = '[[{name = "x", cpu_seconds = 1.0}, {name = "y", cpu_seconds = 3.0}], {name = "load"}]'
+    assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)], host_cores=1)) == [8.0]
+
+
+def test_fixed_stages_after_the_load_count(tmp_path):
+    stages = '[{name = "load"}, {name = "graphs", seconds = 0.5}, {name = "w", seconds = 0.25}]'
+    assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [4.75]
+
+
+def test_models_without_an_engine_start_as_before(tmp_path):
+    config = tiny_config(tmp_path, extra=engine(CPU_THEN_LOAD))
+    assert list(simulate(config, [(0.0, "a", 512, 1)]).table.startup_s) == [2.0 + 4.0]
+
+
+def test_the_estimator_prices_the_cores_other_start_ups_hold(tmp_path):
+    # a starts on server 0 at t = 0 (4 CPU-seconds, one core). At t = 1 b's CPU stage
+    # there would share the core with a's 3 s left: a ends 6 s on, b's last second takes
+    # 1 more, then its load 4 s: 11. On the idle server 1: 4 + 4 = 8.
+    stages = '[{name = "init", cpu_seconds = 4.0}, {name = "load"}]'
+    config = tiny_config(tmp_path, count=2, host_cores=1, model_keys=ENGINE, extra=engine(stages))
+    sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "startup-aware", check=True)
+    assert list(sim.table.server) == [0, 1]
+    assert sim.table.estimate_s[1] == sim.table.startup_s[1] == 8.0
+    halted = Simulation(config, sim.table.frame().iloc[:0], "startup-aware", rng(0, "policy"))
+    halted.cluster.servers[0].cores.start(3.0, ("cores",), 1.0, lambda: None)
+    assert start_s(halted.cluster, 0, "b") == 11.0
+    assert start_s(halted.cluster, 1, "b") == 8.0
+
+
+def test_a_fixed_prefill_cost_adds_to_every_prefill(tmp_path):
+    config = tiny_config(tmp_path, ssd_a="[0]", model_keys="prefill_fixed_s = 0.25")
+    sim = simulate(config, [(0.0, "a", 512, 1)], check=True)
+    assert sim.table.ttft_s[0] == 2.0 + 2.0 + 0.5 + 0.25
+
+
+@pytest.mark.parametrize(("waits", "ttft"), [(False, 0.5), (True, 0.0625 + 0.5)])
+def test_a_prefill_waits_for_the_decode_step_in_progress(tmp_path, waits, ttft):
+    # The first request is warm at 4 and its prefill (1 s) ends at 5; it decodes at
+    # 0.125 s a step. The second arrives at 5.1875, 1.5 steps in: waiting for the step
+    # in progress costs 0.0625 s before its 0.5 s prefill.
+    keys = f"prefill_waits_for_step = {str(waits).lower()}"
+    config = tiny_config(tmp_path, ssd_a="[0]", model_keys=keys)
+    sim = simulate(config, [(0.0, "a", 1024, 100), (5.1875, "a", 512, 1)], check=True)
+    assert sim.table.ttft_s[0] == 5.0
+    assert sim.table.ttft_s[1] == ttft
+
+
+def test_a_waiting_prefill_lets_the_step_in_progress_finish(tmp_path):
+    # The second prompt's prefill runs from the step boundary 5.25 to 5.75; the first
+    # request's 99 decode steps of 0.125 s lose exactly those 0.5 s, nothing more.
+    config = tiny_config(tmp_path, ssd_a="[0]", model_keys="prefill_waits_for_step = true")
+    sim = simulate(config, [(0.0, "a", 1024, 100), (5.1875, "a", 512, 1)], check=True)
+    assert sim.table.e2e_s[0] == 5.0 + 99 * 0.125 + 0.5
+
+
+BAD = [
+    ("stages = []", "engines.e.stages: expected a non-empty list"),
+    ('stages = [{name = "init", seconds = 1.0}]', 'exactly one {name = "load"}'),
+    ('stages = [{name = "load"}, {name = "load"}]', "appears twice"),
+    ('stages = [{name = "load", seconds = 1.0}]', "engines.e.stages[0].seconds: the load"),
+    ('stages = [{name = "load"}, {name = "x"}]', "engines.e.stages[1]: stage 'x' needs"),
+    (
+        'stages = [{name = "load"}, {name = "x", seconds = 1, cpu_seconds = 1}]',
+        "engines.e.stages[1]: stage 'x' needs",
+    ),
+    ('stages = [{name = "load"}, [{name = "x", cpu_seconds = 0}]]', "stages[1][0].cpu_seconds"),
+    ('stages = [{name = "load"}, []]', "engines.e.stages[1]: an empty list"),
+    ('stages = [{name = "load", when = 1}]', "engines.e.stages[0].when: unknown key"),
+    ('stages = [{name = "load"}]\nwarm = 1', "engines.e.warm: unknown key"),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), BAD)
+def test_a_bad_engine_is_refused_naming_file_and_key(tmp_path, body, message):
+    with pytest.raises(InputError) as caught:
+        tiny_config(tmp_path, model_keys=ENGINE, extra=f"\n[engines.e]\n{body}\n")
+    assert str(caught.value).startswith(str(tmp_path / "tiny.toml"))
+    assert message in str(caught.value)
+
+
+def test_an_unknown_engine_and_bad_new_keys_are_refused(tmp_path):
+    with pytest.raises(InputError, match=r"models.a.engine: unknown engine 'nope'"):
+        tiny_config(tmp_path, model_keys='engine = "nope"')
+    with pytest.raises(InputError, match=r"servers\[0\].host_cores: expected a positive"):
+        tiny_config(tmp_path, host_cores=0)
+    with pytest.raises(InputError, match=r"models.a.prefill_waits_for_step: expected true"):
+        tiny_config(tmp_path, model_keys="prefill_waits_for_step = 1")
+
+
+def test_the_resolved_config_keeps_the_engines(tmp_path):
+    config = tiny_config(tmp_path, model_keys=ENGINE, extra=engine(CPU_THEN_LOAD))
+    path = tmp_path / "resolved.toml"
+    path.write_text(config.to_toml())
+    assert load_config(path).engines == config.engines
+
+
+def test_the_checker_catches_over_committed_cores_and_lost_cpu_work(tmp_path):
+    config = tiny_config(tmp_path, host_cores=1)
+    sim = Simulation(config, simulate(config, []).table.frame(), "locality", rng(0, "policy"))
+    cores = sim.cluster.servers[0].cores
+    first = cores.start(1.0, ("cores",), 1.0, lambda: None)
+    cores.start(1.0, ("cores",), 1.0, lambda: None)
+    check_state(sim, 0.0)  # two stages at half a core each: sound
+    sim.clock.run(until=1.0)
+    first.remaining -= 0.25  # a quarter CPU-second vanishes
+    with pytest.raises(InvariantError, match=r"CPU stage of 1\.0 CPU-seconds has"):
+        check_state(sim, 0.0)
+    first.remaining += 0.25
+    first.rate = 1.0
+    with pytest.raises(InvariantError, match=r"CPU stages take 1\.5 of 1\.0 cores"):
+        check_state(sim, 0.0)
