@@ -16,6 +16,7 @@ DOCUMENTED = {
     "SERVERS": (100_000, "`ssd_copies` | 100,000 |"),
     "GPUS_PER_SERVER": (1024, "| 1,024 |"),
     "MODELS": (1_000_000, "| Models in a catalog | 1,000,000 |"),
+    "HOST_CORES": (1_000_000, "(`host_cores`, and in a profile) | 1,000,000 |"),
     "MAX_BATCH": (2**20, "| 2^20 |"),
     "MIGRATION_ROUNDS": (1_000_000, "`migration.max_rounds` | 1,000,000 |"),
     "BYTES": (2**60, "| 2^60 bytes (1 EiB) |"),
