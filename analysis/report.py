@@ -6,7 +6,6 @@ report leaves nothing half-written; an existing directory is replaced only if it
 or a report thaw wrote, unchanged (`sim.common.publish`), never anything else.
 """
 
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,10 +15,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import plots
-from analysis.runs import SETTING, AnalysisInputError, Runs
+from analysis.runs import SETTING, AnalysisInputError, Runs, read_parquet
 from analysis.stats import cost, over_seeds, slo_attainment
 from sim.common.errors import InputError
 from sim.common.publish import check_replaceable, staged_directory
+from sim.common.toml_file import read_toml
 from sim.results.schema import CONFIG, INSTANCES, LOAD_TIERS
 
 REPORT = "report.md"
@@ -41,9 +41,15 @@ REQUEST_COLUMNS = [
 
 
 def _gpus(run_dir: Path) -> int:
-    """The run's GPU count, from its resolved configuration."""
-    config = tomllib.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
-    return sum(group["count"] * group["gpus"] for group in config["servers"])
+    """The run's GPU count, from its resolved configuration (one damaged or replaced by
+    hand is refused naming it)."""
+    config = read_toml(run_dir / CONFIG)
+    try:
+        return sum(int(group["count"]) * int(group["gpus"]) for group in config["servers"])
+    except (KeyError, TypeError, ValueError):
+        raise AnalysisInputError(
+            f"{run_dir / CONFIG}: not a resolved configuration (servers' count and gpus)"
+        ) from None
 
 
 def gpu_utilisation(row: pd.Series) -> float:
@@ -142,7 +148,7 @@ def _figures(
             "highest load, its first seed).",
             lambda: plots.timeline(
                 requests[at],
-                pd.read_parquet(Path(one["path"]) / INSTANCES),
+                read_parquet(Path(one["path"]) / INSTANCES),
                 _gpus(Path(one["path"])),
                 f"{title}, {run_title}",
                 gpu_utilisation(one),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.common.errors import InputError
+from sim.common.user_files import check_regular_file
 from sim.results.schema import (
     COORDINATES,
     REQUESTS,
@@ -45,7 +46,7 @@ class Runs:
         """Every run's requests, each row tagged with its run's coordinates."""
         frames = []
         for row in self.table.itertuples(index=False):
-            frame = pd.read_parquet(Path(row.path) / REQUESTS, columns=columns)
+            frame = read_parquet(Path(row.path) / REQUESTS, columns)
             for key in COORDINATES:
                 frame[key] = getattr(row, key)
             frames.append(frame)
@@ -53,6 +54,18 @@ class Runs:
 
     def policies(self) -> list[str]:
         return policy_order(self.table["policy"].unique())
+
+
+def read_parquet(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """A result table; one that is not a regular file or not Parquet (damaged, replaced by
+    hand) is refused naming it, rather than read (a FIFO hangs) or traced back."""
+    check_regular_file(path, AnalysisInputError)
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except Exception as err:  # pyarrow raises several unrelated types for a bad file
+        raise AnalysisInputError(
+            f"{path}: not a readable Parquet file: {' '.join(str(err).split())}"
+        ) from None
 
 
 def policy_order(names) -> list[str]:
@@ -65,7 +78,7 @@ def _run_dirs(path: Path) -> list[Path]:
     if (path / SUMMARY).is_file():
         return [path]
     if (path / SWEEP_TABLE).is_file():
-        runs = pd.read_parquet(path / SWEEP_TABLE)
+        runs = read_parquet(path / SWEEP_TABLE)
         return [path / run for run in runs["run"]] if "run" in runs else []
     return sorted(summary.parent for summary in path.rglob(SUMMARY))
 

@@ -35,6 +35,15 @@ _OPTIONAL = [
 
 def _read_parquet(path: Path) -> pa.Table:
     try:
+        names = pq.read_schema(path).names
+    except Exception as err:  # pyarrow raises several unrelated types for a bad file
+        raise TraceError(
+            f"{path}: not a readable Parquet file: {' '.join(str(err).split())}"
+        ) from None
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:  # which of the two would count?
+        raise TraceError(f"{path}: column {shown(twice)} appears twice")
+    try:
         table = pq.read_table(path)
     except Exception as err:  # pyarrow raises several unrelated types for a bad file
         raise TraceError(
@@ -56,7 +65,10 @@ def _read_parquet(path: Path) -> pa.Table:
 def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
     """Model names, stripped, as a categorical built from the dictionary: vectorised."""
     if not pa.types.is_dictionary(column.type):
-        column = column.cast(pa.string()).dictionary_encode()
+        try:
+            column = column.cast(pa.string()).dictionary_encode()
+        except pa.ArrowInvalid:  # bytes that are not UTF-8, in a binary column
+            raise TraceError(f"{path}: column model: not UTF-8 text") from None
     encoded = column.unify_dictionaries().combine_chunks()
     names = [str(n).strip() for n in encoded.dictionary.to_pylist()]
     for name in names:

@@ -122,6 +122,11 @@ def _generate(args: argparse.Namespace) -> traces.Trace:
     return traces.Trace(frame, "synthetic", 0)
 
 
+def _same_file(source: Path, out: Path) -> bool:
+    """Whether writing `out` would replace the trace `source` (a user's only copy, perhaps)."""
+    return source.exists() and out.exists() and out.samefile(source)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise traces.TraceError(f"--seed: expected a non-negative integer, got {args.seed}")
@@ -129,6 +134,10 @@ def run(args: argparse.Namespace) -> int:
         found = statistics(_read(args))
         print(json.dumps(found) if args.json else render(found))
         return 0
+    if args.command == "convert" and _same_file(args.trace, args.out):
+        raise traces.TraceError(
+            f"{args.out}: is the trace being converted; write the converted trace elsewhere"
+        )
     trace = _read(args) if args.command == "convert" else _generate(args)
     write_canonical(trace.frame, args.out)
     if trace.out_of_order:

@@ -77,9 +77,17 @@ def header(path: Path) -> list[str]:
     spreadsheets write; a name given twice is refused (which of the two would count?)."""
     with open_text(path) as handle:
         first = handle.readline(bounds.FIELD_CHARS * 1024)
-    names = [name.strip() for name in next(csv.reader([first.strip()]), [])]
+    try:
+        names = [name.strip() for name in next(csv.reader([first.strip()]), [])]
+    except csv.Error:  # a field beyond the csv module's limit (128 Ki characters)
+        names = [first]
     seen: set[str] = set()
     for name in names:
+        if len(name) > bounds.FIELD_CHARS:
+            raise TraceError(
+                f"{path}: line 1: a column name is longer than {bounds.FIELD_CHARS} characters "
+                "(sim/common/bounds.py)"
+            )
         if name in seen:
             raise TraceError(f"{path}: line 1: column {shown(name)} appears twice")
         seen.add(name)
@@ -181,7 +189,10 @@ def _ragged_line(path: Path) -> str:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
                 return f"line {number}: not UTF-8 text"
-            fields = next(csv.reader([line.rstrip("\r\n")]), [])
+            try:
+                fields = next(csv.reader([line.rstrip("\r\n")]), [])
+            except csv.Error:  # a field beyond the csv module's limit (128 Ki characters)
+                return f"line {number}: a field longer than {bounds.FIELD_CHARS} characters"
             if number == 1:
                 width = len(fields)
             elif not fields:

@@ -27,6 +27,8 @@ def write_canonical(frame: pd.DataFrame, out: Path) -> None:
         raise TraceError(f"{out}: the output must end in .csv, .csv.gz or .parquet")
     if not out.parent.is_dir():
         raise TraceError(f"{out.parent}: no such folder")
+    if out.is_dir():
+        raise TraceError(f"{out}: is a directory; give the trace file to write")
     table = _table(frame)
 
     def write(staging: Path) -> None:

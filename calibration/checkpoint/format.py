@@ -166,7 +166,7 @@ def _entry(name: str, fields: object, alignment: int, total: int) -> TensorEntry
     if not isinstance(fields, dict):
         raise ValueError(f"{where}: not a JSON object")
     dtype = fields.get("dtype")
-    if dtype not in DTYPE_SIZES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:  # a list is not even hashable
         raise ValueError(f"{where}: unknown dtype {dtype!r}")
     shape = fields.get("shape")
     if not isinstance(shape, list) or not all(_is_count(dim) for dim in shape):

@@ -75,6 +75,14 @@ def check_replaceable(path: Path, kind: str, option: str) -> None:
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{path}: cannot be created ({parent} is not a writable directory)")
+    # Permission bits do not tell (root passes them; /proc and full or odd filesystems
+    # refuse anyway): creating a directory there does, before minutes of work are lost.
+    probe = parent / f".thaw-probe-{uuid.uuid4().hex[:12]}"
+    try:
+        probe.mkdir()
+    except OSError as err:
+        raise InputError(f"{path}: cannot be created in {parent}: {err.strerror}") from None
+    probe.rmdir()
 
 
 def write_marker(directory: Path, kind: str, files: list[str] | None = None) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.common.tiers import LOAD_TIERS, START_TIERS
+from sim.common.user_files import read_bytes
 from sim.results.request_table import STATUSES
 
 REQUESTS = "requests.parquet"
@@ -43,13 +44,17 @@ __all__ = [
 
 
 def read_summary(run_dir: Path) -> dict | None:
-    """The run's summary, or None if it has none or it is unreadable (an unfinished run).
+    """The run's summary, or None if it has none or it does not parse (an unfinished run).
 
     Run directories are written atomically, so a summary that parses is complete.
     """
+    path = run_dir / SUMMARY
+    if not path.exists():
+        return None
+    data = read_bytes(path)  # a FIFO or device is refused by name, never read (it may hang)
     try:
-        summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
         return None
     return summary if isinstance(summary, dict) and "ttft_p99_s" in summary else None
 

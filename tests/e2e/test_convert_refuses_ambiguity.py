@@ -45,6 +45,15 @@ def test_a_tensor_the_weight_map_does_not_name_is_refused(tmp_path, capsys):
     refused(capsys, tmp_path, src, "tensor 'stray' is not in")
 
 
+def test_a_weight_map_entry_no_shard_holds_is_refused(tmp_path, capsys):
+    src = sharded(
+        tmp_path / "src",
+        {"a.safetensors": {"w": torch.zeros(2)}},
+        {"w": "a.safetensors", "ghost": "a.safetensors"},
+    )
+    refused(capsys, tmp_path, src, f"{INDEX}: 1 tensors missing, e.g. 'ghost'")
+
+
 def test_the_same_tensor_twice_is_refused_even_where_the_map_agrees(tmp_path, capsys):
     src = sharded(
         tmp_path / "src",

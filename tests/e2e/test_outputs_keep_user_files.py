@@ -13,6 +13,7 @@ from analysis.cli import main as analysis
 from calibration.checkpoint.convert import main as convert
 from sim.cli import main as sim
 from sim.common.publish import MARKER
+from traces.cli import main as traces
 
 RUN = ["run", "--max-requests", "10", "--quiet", "--out"]
 
@@ -96,10 +97,18 @@ def test_published_files_and_directories_take_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "r" / "summary.json").stat().st_mode) == 0o640
 
 
-def test_an_out_that_cannot_be_created_is_refused_before_the_run(tmp_path, capsys):
+@pytest.mark.parametrize("out", ["FILE/run", "/proc/no-such-process/deep/run"])
+def test_an_out_that_cannot_be_created_is_refused_before_the_run(
+    tmp_path, capsys, monkeypatch, out
+):
     (tmp_path / "file").write_text("not a directory")
-    refused(capsys, sim, [*RUN, str(tmp_path / "file" / "run")], "cannot be created",
-            keeps=tmp_path)  # fmt: skip
+
+    def simulated(*args, **kwargs):
+        raise AssertionError("the run started before --out was checked")
+
+    monkeypatch.setattr("sim.cli.simulate", simulated)
+    out = out.replace("FILE", str(tmp_path / "file"))
+    refused(capsys, sim, [*RUN, out], f"{out}: cannot be created", keeps=tmp_path)
 
 
 def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys):
@@ -117,6 +126,12 @@ def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys)
         (sim, [*RUN, "OUT"], "sim.cli.simulate"),
         (analysis, ["report", "RUN", "-o", "OUT"], "analysis.cli.write_report"),
         (convert, ["SRC", "OUT"], "calibration.checkpoint.convert.write_checkpoint"),
+        (
+            sim,
+            ["sweep", "--seeds", "1", "--jobs", "1", "--quiet", "--out", "OUT"],
+            "sim.cli.run_sweep",
+        ),
+        (traces, ["convert", "TRACE", "-o", "CSV"], "traces.cli.write_canonical"),
     ],
 )
 def test_ctrl_c_is_one_line_and_exit_130_and_writes_nothing(
@@ -132,7 +147,9 @@ def test_ctrl_c_is_one_line_and_exit_130_and_writes_nothing(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(target, interrupted)
-    paths = {"OUT": tmp_path / "out", "RUN": tmp_path / "run", "SRC": tmp_path / "model.pt"}
+    (tmp_path / "t.csv").write_text("arrival_s,model,input_tokens,output_tokens\n0,opt-6.7b,1,1\n")
+    paths = {"OUT": tmp_path / "out", "RUN": tmp_path / "run", "SRC": tmp_path / "model.pt",
+             "TRACE": tmp_path / "t.csv", "CSV": tmp_path / "out.csv"}  # fmt: skip
     argv = [str(paths.get(a, a)) for a in argv]
     err = refused(capsys, main, argv, keeps=tmp_path, expected=130)
     assert err.endswith(": interrupted\n")

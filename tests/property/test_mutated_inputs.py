@@ -37,6 +37,13 @@ TRACE = b"""arrival_s,model,input_tokens,output_tokens
 0.5,a,30,2
 1.25,a,7,9
 """
+SWEEP = b"""policies = ["random", "locality"]
+seeds = 2
+rate_scales = [1.0, 2.0]
+traces = ["trace.csv"]
+clusters = ["cluster.toml"]
+keep_alive = "fixed:30"
+"""
 PROFILE = json.dumps(
     {
         "version": 1,
@@ -137,6 +144,17 @@ def test_a_mutated_profile(tmp_path, capsys, text):
     argv = ["run", "--cluster", str(tmp_path / "cluster.toml"), "--trace",
             str(tmp_path / "trace.csv"), "--profile", str(tmp_path / "profile.json"),
             "--out", str(out), "--quiet"]  # fmt: skip
+    check(capsys, sim(argv), sentinel)
+
+
+@settings(PROPERTY, max_examples=30)
+@given(text=mutated(SWEEP))
+def test_a_mutated_sweep_file(tmp_path, capsys, text):
+    out, sentinel = setup(tmp_path)
+    (tmp_path / "cluster.toml").write_bytes(CLUSTER)
+    (tmp_path / "trace.csv").write_bytes(TRACE)
+    (tmp_path / "sweep.toml").write_bytes(text)
+    argv = ["sweep", str(tmp_path / "sweep.toml"), "--jobs", "1", "--out", str(out), "--quiet"]
     check(capsys, sim(argv), sentinel)
 
 

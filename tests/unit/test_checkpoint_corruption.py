@@ -61,6 +61,10 @@ def _unknown_dtype(path):
     _edit_index(path, lambda doc: _tensor(doc, 0).update(dtype="float13"))
 
 
+def _dtype_a_list(path):
+    _edit_index(path, lambda doc: _tensor(doc, 0).update(dtype=["float16"]))
+
+
 def _shape_mismatch(path):
     _edit_index(path, lambda doc: _tensor(doc, 0).update(shape=[7, 7]))
 
@@ -120,6 +124,7 @@ CORRUPTIONS = {
     "misaligned offset": (_misaligned, "not aligned"),
     "bad JSON": (_bad_json, "bad JSON"),
     "unknown dtype": (_unknown_dtype, "unknown dtype 'float13'"),
+    "dtype a list": (_dtype_a_list, "unknown dtype ['float16']"),
     "shape mismatch": (_shape_mismatch, "does not match shape"),
     "duplicate name": (_duplicate_name, "duplicate key"),
     "wrong version": (_wrong_version, "unsupported format version 99"),

@@ -54,7 +54,7 @@ CASES = {
                          "and <= 1e+10, got 1e+308"),
     "microsecond stamps as seconds": (PROC + "1700000000000000,1,1\n", "line 3: arrived_at"),
     "images of 2^64 - 1": (MM25 + "2025-05-20T00:00:01Z,18446744073709551615,5,5\n",
-                           "line 3: NumImages"),
+                           "line 3: NumImages must be an integer >= 0, got '18446744073709551615'"),
     "fractional tokens": (CANON + "1,m0,1.5,1\n", "line 3: input_tokens must be an integer"),
     "negative images": (MM25 + "2025-05-20T00:00:01Z,-1,5,5\n", "line 3: NumImages"),
     "negative count": (F19 + "o,a,g,http,0,-4\n", "line 3: minute 2 must be an invocation "
@@ -146,6 +146,12 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
             "out.txt: the output must end in .csv, .csv.gz or .parquet",
         ),
         (["convert", "t.csv", "-o", "nowhere/out.csv"], "nowhere: no such folder"),
+        (["convert", "t.csv", "-o", "t.csv"], "t.csv: is the trace being converted"),
+        (["convert", "t.csv", "-o", "mine.csv"], "mine.csv: is a directory"),
+        (
+            ["generate", "--rate", "1", "--requests", "3", "-o", "mine.csv"],
+            "mine.csv: is a directory",
+        ),
         (["stats", "t.csv", "--window", "9:3"], "--window: expected START:END"),
         (["stats", "t.csv", "--tokens", "lognormal:1,2"], "expected 4 positive numbers"),
         (["stats", "t.csv", "--thin", "1.5"], "--thin: expected a number in (0, 1]"),
@@ -164,5 +170,7 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
 def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, expected):
     (tmp_path / "t.csv").write_text(PROC)
     (tmp_path / "c.toml").write_text("models = 3\n")
+    (tmp_path / "mine.csv").mkdir()
+    (tmp_path / "mine.csv" / "notes.txt").write_text("the user's own notes")
     monkeypatch.chdir(tmp_path)
     refused(capsys, main, args, expected, keeps=tmp_path)
