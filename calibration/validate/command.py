@@ -26,7 +26,8 @@ import pandas as pd
 
 import traces
 from calibration.measure.startup_probe import measure_startup
-from calibration.validate.compare import errors, instance_phases, parts, simulate, with_startup
+from calibration.validate import devices
+from calibration.validate.compare import PERCENTILES, errors, instance_phases, parts, simulate
 from calibration.validate.scale import compare_speeds
 from calibration.validate.scenario import (
     FULL,
@@ -39,6 +40,8 @@ from calibration.validate.scenario import (
     write_trace,
 )
 from calibration.validate.scheduler import Replay
+from calibration.validate.stages import STAGES, real_stages, sim_stages
+from calibration.validate.summary import summarize
 from sim.common import seeds
 from sim.common.cli import Parser
 from sim.common.cli import run as run_command
@@ -62,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
     parser.add_argument("--seed", type=int, default=0, help="fixes the trace and policy draws")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help="replays, with seeds --seed, --seed+1, ... (default 3 with --quick, else 1)",
+    )
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="disk for the SSDs")
     parser.add_argument("--out", type=Path, help="also write the report and per-request tables")
     return parser
@@ -98,10 +106,11 @@ def _workspace(disk: Path) -> Iterator[Layout]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _measure(work: Path) -> Path:
-    """Run `calibration.measure` (quick, on the CPU) into the work directory."""
+def _measure(work: Path, device: str) -> Path:
+    """Run `calibration.measure` (quick, on the replay's kind of device) into the work
+    directory."""
     out = work / "profile.json"
-    command = [sys.executable, "-m", "calibration.measure", "--device", "cpu", "--quick"]
+    command = [sys.executable, "-m", "calibration.measure", "--device", device, "--quick"]
     command += ["--dir", str(work), "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
@@ -118,8 +127,9 @@ def _validate_policy(
     policy: str,
     seed: int,
 ) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """The policy's report, and its tables by file name (real and simulated requests, the
-    real instances)."""
+    """The policy's report for the trace of `seed`, and its tables by file name (real and
+    simulated requests, the real instances). The simulator's side reads only the trace,
+    the cluster and the profile: nothing the replay measured goes into it."""
     derived, _ = read_profile(profile)
     trace = traces.read(layout.trace, list(MODELS), seeds.rng(seed, "trace")).frame
     limit_s = float(trace["arrival_s"].max()) + SLACK_S
@@ -127,31 +137,32 @@ def _validate_policy(
     records = replay.run(limit_s)
     # The profile's start-up probe again, right after: how far this machine drifted since
     # the profile was measured, apart from what the replay's overlapping start-ups add.
-    probe = measure_startup("cpu", STARTUP_PROBES)["instance_startup"].median
+    probe = measure_startup(devices.kind(scenario.servers), STARTUP_PROBES)["instance_startup"].median
     real = records.frame()
-    simulated = simulate(layout, profile, policy, seed)
-    phases = instance_phases(records)
-    startup = phases["process_start_s_median"] + phases["build_s_median"]
-    patched = with_startup(profile, startup, layout.work / "profile-replay-startup.json")
-    corrected = simulate(layout, patched, policy, seed)["ttft_s"].to_numpy()
+    simulated, sim_instances = simulate(layout, profile, policy, seed)
     real_ttft = real["ttft_s"].to_numpy()
+    real_stages_s = real_stages(records, real)
+    sim_stages_s = sim_stages(simulated, sim_instances, sizes, derived)
     tables = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
         f"{policy}-instances.csv": records.instances_frame(),
     }
     result = {
+        "seed": seed,
         "requests": len(trace),
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
         **errors(real_ttft, simulated["ttft_s"].to_numpy()),
-        "real": parts(real) | phases | {"startup_probe_after_s": probe},
+        "stages": {
+            stage: {"real_s": real_stages_s[stage], "sim_s": sim_stages_s[stage]}
+            for stage in STAGES
+        },
+        "real": parts(real) | instance_phases(records) | {"startup_probe_after_s": probe},
         "sim": parts(simulated)
         | {
             "instance_startup_s": derived["instance_startup_s"],
             "migrated_requests": int((simulated["migrations"] > 0).sum()),
         },
-        "with_replay_startup": {"instance_startup_s": startup}
-        | {k: v for k, v in errors(real_ttft, corrected).items() if k.endswith("rel_error")},
     }
     if result["sim"]["migrated_requests"]:
         result["warning"] = (
@@ -161,6 +172,26 @@ def _validate_policy(
     return result, tables
 
 
+def _repeat(
+    scenario: Scenario,
+    layout: Layout,
+    sizes: dict[str, int],
+    profile: Path,
+    policies: list[str],
+    seed: int,
+) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes]]:
+    """Every policy on the trace of `seed`: the results by policy, and the files to keep
+    (under `seed-N/`: the trace and each policy's tables)."""
+    write_trace(scenario, layout, seed)
+    results: dict[str, dict] = {}
+    files: dict[str, pd.DataFrame | bytes] = {f"seed-{seed}/trace.csv": layout.trace.read_bytes()}
+    for policy in policies:
+        result, tables = _validate_policy(scenario, layout, sizes, profile, policy, seed)
+        results[policy] = result
+        files |= {f"seed-{seed}/{name}": table for name, table in tables.items()}
+    return results, files
+
+
 def _check_out(out: Path | None) -> None:
     """Refuse, before minutes of replay, an `--out` that could not be written."""
     if out is None:
@@ -168,67 +199,105 @@ def _check_out(out: Path | None) -> None:
     check_replaceable(out, KIND, "--out")
 
 
-def _write_out(
-    out: Path, report: dict, tables: dict[str, pd.DataFrame], inputs: dict[str, bytes]
-) -> None:
+def _write_out(out: Path, report: dict, files: dict[str, pd.DataFrame | bytes]) -> None:
     """The report, every table and the simulator's inputs (so that `python -m sim run
-    --trace trace.csv --cluster cluster.toml --profile profile.json` reruns its side), as
-    one directory put in place atomically."""
+    --trace seed-N/trace.csv --cluster cluster.toml --profile profile.json` reruns its
+    side), as one directory put in place atomically."""
     with staged_directory(out, KIND) as staging:
         (staging / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-        for name, table in tables.items():
-            table.to_csv(staging / name, index=False)
-        for name, data in inputs.items():
-            (staging / name).write_bytes(data)
+        for name, content in files.items():
+            path = staging / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                content.to_csv(path, index=False)
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    if args.repeats is None:
+        return 3 if args.quick else 1
+    if args.repeats < 1:
+        raise InputError(f"--repeats: expected an integer >= 1, got {args.repeats}")
+    return args.repeats
 
 
 def run(args: argparse.Namespace) -> dict:
     policies = _policies(args.policies)
     if args.seed < 0:
         raise InputError(f"--seed: expected an integer >= 0, got {args.seed}")
+    repeats = _repeats(args)
     _check_out(args.out)
     if args.profile is not None:
         read_profile(args.profile)  # bad input is refused before anything runs
     scenario = QUICK if args.quick else FULL
     started = time.monotonic()
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
+    runs: dict[str, list[dict]] = {policy: [] for policy in policies}
     with _workspace(args.dir) as layout:
-        profile = args.profile or _measure(layout.work)
+        profile = args.profile or _measure(layout.work, devices.kind(scenario.servers))
         _, digest = read_profile(profile)
         sizes = write_checkpoints(scenario, layout)
-        write_trace(scenario, layout, args.seed)
         write_cluster(scenario, layout, sizes)
-        speeds = compare_speeds(scenario, read_config(layout.cluster, profile))
-        runs = {
-            p: _validate_policy(scenario, layout, sizes, profile, p, args.seed) for p in policies
-        }
-        inputs = {
-            "trace.csv": layout.trace.read_bytes(),
+        files: dict[str, pd.DataFrame | bytes] = {
             "cluster.toml": layout.cluster.read_bytes(),
             "profile.json": profile.read_bytes(),
         }
+        config = read_config(layout.cluster, profile)
+        speeds = compare_speeds(scenario, config, devices.server_device(0, scenario.servers))
+        for seed in range(args.seed, args.seed + repeats):
+            results, kept = _repeat(scenario, layout, sizes, profile, policies, seed)
+            for policy, result in results.items():
+                runs[policy].append(result)
+            files |= kept
     report = {
-        "scenario": {"quick": args.quick, "seed": args.seed, "model_bytes": sizes} | vars(scenario),
+        "scenario": {"quick": args.quick, "seed": args.seed, "repeats": repeats}
+        | {"model_bytes": sizes}
+        | vars(scenario),
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
+        # What the simulator's side read: nothing the replay measured.
+        "simulator_inputs": ["seed-N/trace.csv", "cluster.toml", "profile.json"],
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
+        "device": devices.kind(scenario.servers),
         "inference_speeds": speeds,
-        "policies": {policy: result for policy, (result, _) in runs.items()},
+        "policies": {
+            policy: summarize(results) | {"runs": results} for policy, results in runs.items()
+        },
     }
     if args.out is not None:
-        tables = {name: t for _, named in runs.values() for name, t in named.items()}
-        _write_out(args.out, report, tables, inputs)
+        _write_out(args.out, report, files)
     return report
 
 
 def _table(report: dict) -> str:
-    lines = [f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}"]
+    """TTFT per policy and percentile, medians over the repeats, with the errors' range;
+    then each cold-start stage, real beside simulated."""
+    repeats = report["scenario"]["repeats"]
+    lines = [
+        f"TTFT, median of {repeats} repeat(s); error = sim / real - 1, its range over repeats",
+        f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}  {'range':>15}",
+    ]
     for policy, result in report["policies"].items():
-        for q in (50, 90, 99):
+        for q in PERCENTILES:
             real, sim = result[f"ttft_p{q}_real_s"], result[f"ttft_p{q}_sim_s"]
             error = result[f"ttft_p{q}_rel_error"]
-            lines.append(f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}")
-    warnings = [f"warning: {r['warning']}" for r in report["policies"].values() if "warning" in r]
+            low, high = result[f"ttft_p{q}_rel_error_range"]
+            lines.append(
+                f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}  "
+                f"{low:+7.1%}..{high:+.1%}"
+            )
+    lines += ["", "cold-start stages, median s (median of repeats)"]
+    lines.append(f"{'policy':<14} {'stage':<16} {'real s':>8} {'sim s':>8}")
+    for policy, result in report["policies"].items():
+        for stage, sides in result["stages"].items():
+            lines.append(f"{policy:<14} {stage:<16} {sides['real_s']:8.3f} {sides['sim_s']:8.3f}")
+    warnings = [
+        f"warning: {run['warning']}"
+        for result in report["policies"].values()
+        for run in result["runs"]
+        if "warning" in run
+    ]
     return "\n".join(lines + warnings)
 
 

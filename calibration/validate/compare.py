@@ -7,7 +7,6 @@ shows in the parts of TTFT, medians on each side: queueing, start-up of cold sta
 to the profile's figures.
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +20,15 @@ from sim.config import read_config
 PERCENTILES = (50, 90, 99)
 
 
-def simulate(layout: Layout, profile: Path, policy: str, seed: int) -> pd.DataFrame:
-    """The simulator's per-request outcomes for the replayed trace and cluster."""
+def simulate(
+    layout: Layout, profile: Path, policy: str, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The simulator's per-request outcomes and instances for the replayed trace and
+    cluster: its inputs are the trace, the cluster and the profile, nothing the replay
+    measured."""
     config = read_config(layout.cluster, profile)
-    return replay(config, layout.trace, policy, seed).table.frame()
+    sim = replay(config, layout.trace, policy, seed)
+    return sim.table.frame(), sim.cluster.log.frame()
 
 
 def errors(real: np.ndarray, simulated: np.ndarray) -> dict[str, float]:
@@ -73,12 +77,3 @@ def instance_phases(records: Records) -> dict[str, float]:
 
 def _median(values: pd.Series) -> float | None:
     return float(values.median()) if len(values) else None
-
-
-def with_startup(profile: Path, startup_s: float, dst: Path) -> Path:
-    """A copy of `profile` whose instance start-up is `startup_s`: what the simulator
-    would say had the profile measured the replay's own start-up."""
-    document = json.loads(profile.read_text())
-    document["derived"]["instance_startup_s"] = startup_s
-    dst.write_text(json.dumps(document, indent=2))
-    return dst

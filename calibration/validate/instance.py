@@ -7,7 +7,9 @@ read is really cold, and read into the server's DRAM cache on its way; a DRAM co
 file on /dev/shm, which the loader maps, as it does any cached checkpoint), then serves
 requests as the simulator's instance does (`sim/instance.py`): prompts prefilled one at
 a time, first come first served, decoding paused meanwhile, the first token out of the
-prefill; then one `decode_batch` step at a time over every decoding request.
+prefill; then one `decode_batch` step at a time over every decoding request. It runs on
+the device the scheduler names (`calibration.validate.devices`): the server's CUDA
+device, or the CPU.
 
 The decode rows share one position counter: the model has no padding mask, so sequences
 of different lengths cannot share a batch exactly. Each step's compute is that of the
@@ -16,7 +18,8 @@ continuation, which timing does not need.
 
 Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; the scheduler
 kills an instance to stop it, and stdin's end stops it too, should the scheduler die. On
-stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported),
+stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported, and
+on a GPU its context made),
 `loaded`, `installed`, `ready`, and `first` and `done` (with `request`).
 """
 
@@ -53,6 +56,7 @@ class Spec:
     checkpoint: str  # the directory to load from
     install: str | None  # for a load from SSD: the DRAM cache directory it goes into
     max_batch: int
+    device: str = "cpu"  # or the server's CUDA device, "cuda:N"
 
 
 def shared_buffer(path: Path, nbytes: int) -> torch.Tensor:
@@ -64,25 +68,37 @@ def shared_buffer(path: Path, nbytes: int) -> torch.Tensor:
 
 
 def load_checkpoint(spec: Spec) -> Transformer:
-    """The model on the CPU, loaded with the real loader.
+    """The model on its device, loaded with the real loader.
 
     From SSD, the blob is first evicted from the page cache (a cold read), and it is read
-    straight into a new DRAM cache file, which the model then uses: the checkpoint is
-    installed in DRAM on its way, with no second copy, as the simulator assumes. Published
-    atomically (`installed`) once the load is done.
+    straight into a new DRAM cache file: the checkpoint is installed in DRAM on its way,
+    as the simulator assumes; on the CPU the model then uses that copy, on a GPU it is
+    copied over (the simulator's PCIe leg). Published atomically (`installed`) once the
+    load is done. From DRAM the loader maps the cached file on the CPU and reads it onto
+    a GPU.
     """
     path = Path(spec.checkpoint)
+    device = torch.device(spec.device)
     if spec.install is None:
-        weights = load(path)  # cached: the loader maps it
+        weights = load(path, device)
+        _synchronize(device)
         emit("loaded")
     else:
         make_cold(str(path / BLOB_NAME))
         with staged_directory(Path(spec.install), "installed checkpoint") as staging:
             shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
             weights = load(path, out=shared_buffer(staging / BLOB_NAME, buffer_bytes(path)))
+            weights = {name: tensor.to(device) for name, tensor in weights.items()}
+            _synchronize(device)
             emit("loaded")
         emit("installed")
     return Transformer.from_weights(ModelConfig(**spec.config), weights)
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a stamp marks its end."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 class Engine:
@@ -92,7 +108,7 @@ class Engine:
         self.model = model
         self.prefill: list[tuple[int, int, int]] = []  # (request, input, output)
         self.decoding: dict[int, int] = {}  # request -> tokens left to generate
-        self.cache = KVCache.empty(model.config, max_batch)
+        self.cache = KVCache.empty(model.config, max_batch, model.device)
         self.position = 0
 
     def busy(self) -> bool:
@@ -108,6 +124,7 @@ class Engine:
             vocab = self.model.config.vocab
             prompt = [(request * 7919 + k) % vocab for k in range(input_tokens)]
             self.model.prefill(prompt, self.model.new_cache())
+            _synchronize(self.model.device)
             emit("first", request=request)
             if output_tokens > 1:
                 self.decoding[request] = output_tokens - 1
@@ -123,6 +140,7 @@ class Engine:
             self.position,
         )
         self.model.decode_batch(torch.zeros(batch, dtype=torch.long), view)
+        _synchronize(self.model.device)
         self.position += 1
         for request in list(self.decoding):
             self.decoding[request] -= 1
@@ -138,9 +156,11 @@ def read_commands(inbox: "queue.Queue[dict | None]") -> None:
 
 
 def main() -> None:
+    spec = Spec(**json.loads(sys.argv[1]))
+    if spec.device.startswith("cuda"):
+        torch.zeros(1, device=spec.device)  # the device context: part of the start-up
     emit("started")
     torch.set_num_threads(1)
-    spec = Spec(**json.loads(sys.argv[1]))
     model = load_checkpoint(spec)
     emit("ready")
     inbox: queue.Queue[dict | None] = queue.Queue()

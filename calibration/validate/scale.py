@@ -19,13 +19,16 @@ STEPS = 10
 PREFILLS = 5
 
 
-def compare_speeds(scenario: Scenario, config: ClusterConfig) -> dict[str, dict[str, float]]:
-    """Per model: real and simulated decode step (batch 1 and full) and prefill time."""
+def compare_speeds(
+    scenario: Scenario, config: ClusterConfig, device: str
+) -> dict[str, dict[str, float]]:
+    """Per model, on the replay's `device`: real and simulated decode step (batch 1 and
+    full) and prefill time."""
     torch.set_num_threads(1)
     batches = (1, scenario.max_batch)
     out = {}
     for seed, (name, model_config) in enumerate(MODELS.items()):
-        model = Transformer.random(model_config, seed)
+        model = Transformer.random(model_config, seed, device)
         _, decode = measure_decode(model, batches, STEPS)
         _, prefill = measure_prefill(model, (PROMPT,), PREFILLS)
         spec = config.models[name]

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from calibration.validate.devices import server_device
 from calibration.validate.records import Records
 from calibration.validate.scenario import MODELS, Layout, Scenario
 from calibration.validate.view import Books
@@ -211,6 +212,7 @@ class Replay:
             "checkpoint": str(source),
             "install": str(self.layout.dram_copy(server, model)) if tier == "ssd" else None,
             "max_batch": self.scenario.max_batch,
+            "device": server_device(server, self.scenario.servers),
         }
         instance_id = len(self._instances)
         stderr = open(self.layout.work / f"instance-{instance_id}.err", "w")  # noqa: SIM115

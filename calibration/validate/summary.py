@@ -1,0 +1,38 @@
+"""One policy's repeats, summed up: the median over repeats and the range across them.
+
+A single replay's percentile error moves by tens of percent from one trace to the next
+(30 requests, a handful of cold starts, a machine shared with other work); the median
+over repeats with different seeds says what the simulator gets right, the range how much
+one run can tell.
+"""
+
+import numpy as np
+
+from calibration.validate.compare import PERCENTILES
+from calibration.validate.stages import STAGES
+
+
+def summarize(repeats: list[dict]) -> dict:
+    """Per percentile: the real and simulated TTFT and the signed error, median over
+    `repeats` (each a `_validate_policy` result), with the errors' range; per stage, the
+    real and simulated medians, median over repeats."""
+    out: dict = {"repeats": len(repeats)}
+    for q in PERCENTILES:
+        for side in ("real_s", "sim_s"):
+            out[f"ttft_p{q}_{side}"] = _median([r[f"ttft_p{q}_{side}"] for r in repeats])
+        error = [r[f"ttft_p{q}_rel_error"] for r in repeats]
+        out[f"ttft_p{q}_rel_error"] = _median(error)
+        out[f"ttft_p{q}_rel_error_range"] = [float(min(error)), float(max(error))]
+    out["stages"] = {
+        stage: {
+            side: _median([r["stages"][stage][side] for r in repeats])
+            for side in ("real_s", "sim_s")
+        }
+        for stage in STAGES
+    }
+    return out
+
+
+def _median(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.median(finite)) if finite else float("nan")
