@@ -137,7 +137,8 @@ def _validate_policy(
     records = replay.run(limit_s)
     # The profile's start-up probe again, right after: how far this machine drifted since
     # the profile was measured, apart from what the replay's overlapping start-ups add.
-    probe = measure_startup(devices.kind(scenario.servers), STARTUP_PROBES)["instance_startup"].median
+    probe = measure_startup(devices.kind(scenario.servers), STARTUP_PROBES)
+    probe_s = probe["instance_startup"].median
     real = records.frame()
     simulated, sim_instances = simulate(layout, profile, policy, seed)
     real_ttft = real["ttft_s"].to_numpy()
@@ -157,7 +158,7 @@ def _validate_policy(
             stage: {"real_s": real_stages_s[stage], "sim_s": sim_stages_s[stage]}
             for stage in STAGES
         },
-        "real": parts(real) | instance_phases(records) | {"startup_probe_after_s": probe},
+        "real": parts(real) | instance_phases(records) | {"startup_probe_after_s": probe_s},
         "sim": parts(simulated)
         | {
             "instance_startup_s": derived["instance_startup_s"],

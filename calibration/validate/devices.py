@@ -6,7 +6,7 @@ import torch
 
 
 def kind(servers: int) -> str:
-    """"cuda" when every server can have a CUDA device of its own, else "cpu"."""
+    """ "cuda" when every server can have a CUDA device of its own, else "cpu"."""
     if torch.cuda.is_available() and torch.cuda.device_count() >= servers:
         return "cuda"
     return "cpu"
