@@ -13,11 +13,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibration.checkpoint.format import BLOB_NAME
+from calibration.migration.model import Transformer, save_model
+from calibration.validate.command import main
 from calibration.validate.compare import instance_phases
 from calibration.validate.records import InstanceRecord, Records
+from calibration.validate.scenario import MODELS
+from calibration.validate.stages import STAGES, real_stages
+from calibration.validate.summary import summarize
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
+from tests.refusal import refused
 
 # This machine's figures, from quick measurements by hand (a fixed profile keeps the test
 # from depending on how long `calibration.measure` takes).
@@ -33,7 +40,6 @@ DERIVED = {
     "migration_per_token_s": 0.0005,
 }
 MB = 10**6
-INPUTS = {"trace": "trace.csv", "cluster": "cluster.toml", "profile": "profile.json"}
 
 
 @pytest.fixture
@@ -166,30 +172,105 @@ def test_a_bad_profile_names_the_file(tmp_path):
     assert str(bad) in done.stderr
 
 
+def test_real_stages_are_the_instances_medians():
+    records = Records(2)
+    records.instances = [
+        InstanceRecord("a", 0, "ssd", 0.0, 2.0, 2.5, 2.75),
+        InstanceRecord("b", 1, "dram", 1.0, 4.0, 4.25, 4.5),
+    ]
+    requests = pd.DataFrame({"startup_s": [2.75, 0.0], "prefill_s": [0.1, 0.9]})
+    stages = real_stages(records, requests)
+    assert list(stages) == list(STAGES)
+    assert stages["runtime_start"] == 2.5
+    assert stages["checkpoint_load"] == 0.375
+    assert stages["model_build"] == 0.25
+    assert stages["first_prefill"] == 0.1  # the cold request's; the warm one is left out
+
+
+def test_summary_takes_the_median_over_repeats_and_the_range():
+    def run(error: float) -> dict:
+        out = {"stages": {s: {"real_s": 1.0 + error, "sim_s": 1.0} for s in STAGES}}
+        for q in (50, 90, 99):
+            out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
+            out[f"ttft_p{q}_rel_error"] = error
+        return out
+
+    summary = summarize([run(-0.2), run(0.1), run(0.05)])
+    assert summary["repeats"] == 3
+    assert summary["ttft_p99_rel_error"] == 0.05
+    assert summary["ttft_p99_rel_error_range"] == [-0.2, 0.1]
+    assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
+    assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
+
+
+@pytest.mark.parametrize("repeats", ["0", "-3", "x", "1.5"])
+def test_bad_repeats_are_refused_in_one_line(capsys, tmp_path, repeats):
+    refused(capsys, main, ["--quick", f"--repeats={repeats}", "--dir", str(tmp_path)],
+            "--repeats", keeps=tmp_path)  # fmt: skip
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.cuda)])
+def test_an_instance_loads_from_ssd_installs_in_dram_and_serves_on_its_device(tmp_path, device):
+    ssd, dram = tmp_path / "ssd" / "small", tmp_path / "dram" / "small"
+    save_model(Transformer.random(MODELS["small"], 0), ssd)
+    dram.parent.mkdir()
+    fields = {k: v for k, v in vars(MODELS["small"]).items() if k != "dtype"}
+    spec = {"config": fields, "checkpoint": str(ssd), "install": str(dram), "max_batch": 2}
+    command = [sys.executable, "-m", "calibration.validate.instance"]
+    command.append(json.dumps(spec | {"device": device}))
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps({"admit": 7, "input": 5, "output": 3}) + "\n")
+        child.stdin.flush()
+        events = [json.loads(child.stdout.readline()) for _ in range(6)]
+        child.stdin.close()  # the end of stdin stops it
+        assert child.wait(timeout=60) == 0
+    names = [event["event"] for event in events]
+    assert names == ["started", "loaded", "installed", "ready", "first", "done"]
+    assert events[-1]["request"] == 7
+    times = [event["t"] for event in events]
+    assert times == sorted(times)
+    assert (dram / BLOB_NAME).read_bytes() == (ssd / BLOB_NAME).read_bytes()
+
+
 @pytest.mark.slow
 def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
     out = tmp_path / "out"
-    args = ["--quick", "--json", "--profile", str(profile), "--policies", "locality"]
+    args = ["--quick", "--repeats", "2", "--profile", str(profile), "--policies", "locality"]
     done = validate(*args, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert json.loads((out / "report.json").read_text()) == report
-    real = pd.read_csv(out / "locality-real.csv")
-    assert len(real) == report["policies"]["locality"]["requests"]
-    assert real["ttft_s"].notna().all() and (real["ttft_s"] > 0).all()
-    # The simulator's side reruns from the inputs written beside the report.
-    inputs = [f"--{name}={out / file}" for name, file in INPUTS.items()]
-    run = tmp_path / "run"
-    sim = [sys.executable, "-m", "sim", "run", "--policy", "locality", "--quiet", "--out", str(run)]
-    subprocess.run([*sim, *inputs], check=True, timeout=120)
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["ttft_p50_s"] == pytest.approx(report["policies"]["locality"]["ttft_p50_sim_s"])
+    report = json.loads((out / "report.json").read_text())
     result = report["policies"]["locality"]
-    assert result["real_ttfts"] == result["requests"] > 0
+    assert report["scenario"]["repeats"] == result["repeats"] == 2
+    assert [run["seed"] for run in result["runs"]] == [0, 1]
     for q in (50, 90, 99):
+        errors = [run[f"ttft_p{q}_rel_error"] for run in result["runs"]]
+        assert result[f"ttft_p{q}_rel_error_range"] == [min(errors), max(errors)]
+        assert min(errors) <= result[f"ttft_p{q}_rel_error"] <= max(errors)
         for key in ("real_s", "sim_s", "rel_error"):
             assert math.isfinite(result[f"ttft_p{q}_{key}"])
         assert result[f"ttft_p{q}_real_s"] > 0
+    for stage in STAGES:  # in the report and in the printed table
+        assert math.isfinite(result["stages"][stage]["real_s"])
+        assert any(line.split()[:2] == ["locality", stage] for line in done.stdout.splitlines())
+    assert result["stages"]["runtime_start"]["sim_s"] == pytest.approx(
+        DERIVED["instance_startup_s"]
+    )
+    for run in result["runs"]:
+        real = pd.read_csv(out / f"seed-{run['seed']}" / "locality-real.csv")
+        assert len(real) == run["requests"] == run["real_ttfts"] > 0
+        assert real["ttft_s"].notna().all() and (real["ttft_s"] > 0).all()
+    # The simulator's side reruns from the inputs written beside the report: nothing else.
+    assert report["simulator_inputs"] == ["seed-N/trace.csv", "cluster.toml", "profile.json"]
+    files = {"trace": "seed-1/trace.csv", "cluster": "cluster.toml", "profile": "profile.json"}
+    inputs = [f"--{name}={out / file}" for name, file in files.items()]
+    run = tmp_path / "run"
+    sim = [sys.executable, "-m", "sim", "run", "--policy", "locality", "--seed", "1", "--quiet"]
+    subprocess.run([*sim, "--out", str(run), *inputs], check=True, timeout=120)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["ttft_p50_s"] == pytest.approx(result["runs"][1]["ttft_p50_sim_s"])
 
 
 @pytest.mark.slow
