@@ -21,6 +21,7 @@ from sim.loading import LINKS, fastest_tier
 from sim.results.instance_log import InstanceLog
 from sim.server import Server
 from sim.startup import CORES
+from sim.transfers import ServerLinks
 
 
 class Cluster:
@@ -37,8 +38,10 @@ class Cluster:
         for g, group in enumerate(config.servers):
             self._by_available.append([IndexedSet() for _ in range(group.gpus + 1)])
             self._sorted_by_available.append([[] for _ in range(group.gpus + 1)])
-            for _ in range(group.count):
-                server = Server(len(self.servers), g, group, clock, self._cache_changed)
+            for k in range(group.count):
+                if k % group.servers_per_host == 0:  # a new host: its own cores
+                    cores = ServerLinks(clock, {"cores": float(group.host_cores)})
+                server = Server(len(self.servers), g, group, clock, self._cache_changed, cores)
                 self.servers.append(server)
                 self._by_available[g][group.gpus].add(server.id)
                 self._sorted_by_available[g][group.gpus].append(server.id)

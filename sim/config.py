@@ -44,6 +44,7 @@ class ServerGroup:
     network: float
     pcie: float
     host_cores: int  # CPU cores the CPU-bound start-up stages share (fluid)
+    servers_per_host: int = 1  # consecutive servers whose start-ups share one host's cores
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""
@@ -238,6 +239,7 @@ _SERVER: dict[str, Parser] = {
     "network": _bandwidth,
     "pcie": _bandwidth,
     "host_cores": _integers(bounds.HOST_CORES),
+    "servers_per_host": _integers(bounds.SERVERS),
 }
 _MODEL: dict[str, Parser] = {
     "weights": _size,

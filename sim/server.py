@@ -1,5 +1,6 @@
 """One GPU server: its GPUs, DRAM and SSD checkpoint caches, shared load links and the
-host cores its instances' CPU-bound start-up stages share."""
+host cores its instances' CPU-bound start-up stages share (its own host's, or one that
+several servers share: `servers_per_host`)."""
 
 from collections import Counter
 from collections.abc import Callable
@@ -19,14 +20,16 @@ class Server:
         group: ServerGroup,
         clock: Clock,
         on_cache_change: Callable[[str, str, int, bool], None],
+        cores: ServerLinks,
     ) -> None:
         self.id = server_id
         self.group_index = group_index
         self.group = group
         self.gpus = group.gpus
         self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
-        # CPU-bound start-up stages as flows of CPU-seconds, at most one core each.
-        self.cores = ServerLinks(clock, {"cores": float(group.host_cores)})
+        # CPU-bound start-up stages as flows of CPU-seconds, at most one core each: the
+        # host's cores (`servers_per_host` servers share them).
+        self.cores = cores
         self.dram = CheckpointCache(
             group.dram, lambda model, held: on_cache_change("dram", model, server_id, held)
         )

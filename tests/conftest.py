@@ -34,6 +34,7 @@ ssd_read = "2GiB/s"
 network = "{network}"
 pcie = "4GiB/s"
 host_cores = {host_cores}
+servers_per_host = {servers_per_host}
 
 [models.a]
 weights = "4GiB"
@@ -69,6 +70,7 @@ def tiny_config(
     keep_alive: float = 8.0,
     network: str = "1GiB/s",
     host_cores: int = 32,
+    servers_per_host: int = 1,
     model_keys: str = "",
     extra: str = "",
 ) -> ClusterConfig:
@@ -84,6 +86,7 @@ def tiny_config(
         keep_alive=keep_alive,
         network=network,
         host_cores=host_cores,
+        servers_per_host=servers_per_host,
         model_keys=model_keys,
     )
     path.write_text(text + extra)

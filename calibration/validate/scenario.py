@@ -6,7 +6,8 @@ directory on /dev/shm (memory: the real loader maps a checkpoint found there), L
 the simulator's, its capacity in bytes. Three `calibration.migration.model`
 decoders of different sizes, seeded random weights. The simulator gets the same cluster
 as a TOML file: weights = the real blobs' bytes, one checkpoint copy on every server's
-SSD, the same batch size, keep-alive and DRAM size; the profile supplies the rest.
+SSD, the same batch size, keep-alive and DRAM size, and one host for all the servers (they
+share this machine's cores); the profile supplies the rest.
 """
 
 import shutil
@@ -142,6 +143,9 @@ def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> 
                 "ssd_read": "1GB/s",
                 "network": "1GB/s",  # unused: every checkpoint is on every SSD
                 "pcie": "4GB/s",
+                # Every replayed server runs on this one machine: their start-ups share its
+                # cores (the profile's `host_cores`), as the real ones do.
+                "servers_per_host": scenario.servers,
             }
         ],
         "models": {

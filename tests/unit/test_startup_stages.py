@@ -46,6 +46,19 @@ def test_two_cpu_start_ups_on_two_cores_do_not_stretch(tmp_path):
     assert list(startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=2)) == [10.0, 10.0]
 
 
+@pytest.mark.parametrize(("per_host", "ready"), [(1, 2.0 + 4.0), (2, 4.0 + 4.0)])
+def test_servers_on_one_host_share_its_cores(tmp_path, per_host, ready):
+    # One GPU a server, so a and b start on servers 0 and 1, each loading over its own
+    # link (4 s). On a host each, their CPU stages take 2 s; on one host of one core, 4.
+    config = tiny_config(
+        tmp_path, count=2, gpus=1, host_cores=1, servers_per_host=per_host,
+        model_keys=ENGINE, extra=engine(CPU_THEN_LOAD),
+    )  # fmt: skip
+    sim = simulate(config, BOTH, check=True)
+    assert list(sim.table.server) == [0, 1]
+    assert list(sim.table.startup_s) == [ready, ready]
+
+
 def test_an_overlapped_pair_takes_the_longer(tmp_path):
     stages = '[[{name = "c", cpu_seconds = 3.0}, {name = "f", seconds = 1.0}], {name = "load"}]'
     assert list(startups(tmp_path, stages, [(0.0, "a", 512, 1)])) == [3.0 + 4.0]
@@ -141,6 +154,8 @@ def test_an_unknown_engine_and_bad_new_keys_are_refused(tmp_path):
         tiny_config(tmp_path, model_keys='engine = "nope"')
     with pytest.raises(InputError, match=r"servers\[0\].host_cores: expected a positive"):
         tiny_config(tmp_path, host_cores=0)
+    with pytest.raises(InputError, match=r"servers\[0\].servers_per_host: expected a positive"):
+        tiny_config(tmp_path, servers_per_host=0)
     with pytest.raises(InputError, match=r"models.a.prefill_waits_for_step: expected true"):
         tiny_config(tmp_path, model_keys="prefill_waits_for_step = 1")
 
