@@ -19,7 +19,7 @@ continuation, which timing does not need.
 Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; the scheduler
 kills an instance to stop it, and stdin's end stops it too, should the scheduler die. On
 stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported, and
-on a GPU its context made),
+on a GPU its context made; with `cpu_s`, the CPU-seconds that took),
 `loaded`, `installed`, `ready`, and `first` and `done` (with `request`).
 """
 
@@ -159,7 +159,7 @@ def main() -> None:
     spec = Spec(**json.loads(sys.argv[1]))
     if spec.device.startswith("cuda"):
         torch.zeros(1, device=spec.device)  # the device context: part of the start-up
-    emit("started")
+    emit("started", cpu_s=time.process_time())  # CPU-seconds so far: the runtime's own work
     torch.set_num_threads(1)
     model = load_checkpoint(spec)
     emit("ready")

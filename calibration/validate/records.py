@@ -24,6 +24,7 @@ class InstanceRecord:
     loaded: float = np.nan
     ready: float = np.nan
     stopped: float = np.nan
+    started_cpu_s: float = np.nan  # the CPU-seconds the process had spent by `started`
 
 
 @dataclass

@@ -252,6 +252,8 @@ class Replay:
         event, t = message["event"], message["t"] - self._t0
         if event in ("started", "loaded", "ready"):
             self.records.instance_event(instance.id, event, t)
+        if event == "started":
+            self.records.instance_event(instance.id, "started_cpu_s", message["cpu_s"])
         if event == "ready":
             instance.state = WARM
             if instance.tier == "dram":

@@ -230,6 +230,7 @@ def test_an_instance_loads_from_ssd_installs_in_dram_and_serves_on_its_device(tm
     names = [event["event"] for event in events]
     assert names == ["started", "loaded", "installed", "ready", "first", "done"]
     assert events[-1]["request"] == 7
+    assert events[0]["cpu_s"] > 0  # the runtime's own CPU-seconds, beside the wall time
     times = [event["t"] for event in events]
     assert times == sorted(times)
     assert (dram / BLOB_NAME).read_bytes() == (ssd / BLOB_NAME).read_bytes()
