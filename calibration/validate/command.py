@@ -1,11 +1,12 @@
 """`python -m calibration.validate`: the simulator's TTFT error against a real replay.
 
-Replays a short trace for real on this machine (`calibration.replay`: two servers with one
-"GPU" each, real checkpoints, real cold starts through the real loader, real inference),
-then simulates the same trace on the same cluster with the profile `calibration.measure`
-measured here (or `--profile`), and prints p50, p90 and p99 TTFT of both and the signed
-relative error per policy. Bad input is one line on stderr and exit status 2; a failed
-measurement or replay, one line and status 1.
+Replays a short trace for real on this machine (two servers with one GPU each, or one
+CPU core each without GPUs; real checkpoints, real cold starts through the real loader,
+real inference), then simulates the same trace on the same cluster with the profile
+`calibration.measure` measured here (or `--profile`), and prints p50, p90 and p99 TTFT of
+both and the signed relative error per policy, medians over `--repeats` seeds with their
+range, and each cold-start stage real beside simulated. Bad input is one line on stderr
+and exit status 2; a failed measurement or replay, one line and status 1.
 """
 
 import argparse
