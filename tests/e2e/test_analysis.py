@@ -151,6 +151,7 @@ def test_a_report_on_a_run_cut_before_any_request_finished_is_refused(tmp_path, 
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.slow
 def test_the_report_of_a_sweep_over_keep_alives_draws_their_trade_off(tmp_path, sweep_dir):
     lines = traces.default_trace().read_text().splitlines(keepends=True)
     (tmp_path / "head.csv").write_text("".join(lines[:101]))

@@ -49,6 +49,7 @@ def test_a_default_run_writes_a_complete_run_directory(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == files
 
 
+@pytest.mark.slow
 def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_path):
     for out in ("a", "b"):
         assert sim("run", "--seed", "5", "--out", out, "--quiet", cwd=tmp_path).returncode == 0
@@ -64,6 +65,7 @@ def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_p
     assert not other.equals(pd.read_parquet(tmp_path / "a" / "requests.parquet"))
 
 
+@pytest.mark.slow
 def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
     """The issue's acceptance check, over five seeds: single-seed p99s of this bursty,
     contended trace are noisy (see the README), so the median p99 is compared."""
