@@ -31,13 +31,14 @@ from policies import get_policy
 from policies.base import Request, Start
 from sim.clock import Clock, Timer
 from sim.cluster import Cluster
-from sim.common.tiers import LOAD_TIERS
+from sim.common.tiers import LOAD_TIERS, Tier
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
 from sim.keep_alive import make_keep_alive
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
+from sim.peer import PeerLoad
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
@@ -86,7 +87,10 @@ class Simulation:
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
         self.prewarms = 0
         self.prewarm_hits = 0  # pre-warmed instances that served a request
-        self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
+        peer = self.cluster.peer
+        self.loads_by_tier = dict.fromkeys((t for t in LOAD_TIERS if t != Tier.PEER or peer), 0)
+        if peer is not None:
+            peer.released = self._released
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
@@ -226,8 +230,11 @@ class Simulation:
         they have all left.
         """
         spec = self.config.models[model]
-        load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
+        host, peer = self.cluster.servers[server], self.cluster.peer
+        load = (peer and peer.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
+        if isinstance(load, PeerLoad):
+            load.receiver = instance
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
         own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`
@@ -309,6 +316,8 @@ class Simulation:
         self.queue.drain()
 
     def became_idle(self, instance: Instance) -> None:
+        if instance.sending:  # a multicast chain's member: idle once it ends (`_released`)
+            return
         if instance.migrating:
             self._migration_of[instance].source_emptied()
             return
@@ -328,6 +337,11 @@ class Simulation:
                 decision.prewarm_in_s, self._prewarm, model
             )
         self.queue.drain()
+
+    def _released(self, instance: Instance) -> None:
+        """A multicast chain ended: a member that went idle meanwhile is idle now."""
+        if not instance.sending and instance.is_idle and instance.keep_alive is None:
+            self.became_idle(instance)
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
