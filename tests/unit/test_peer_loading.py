@@ -9,6 +9,7 @@ import re
 
 import pytest
 from conftest import TINY, simulate
+from timeline import check_timeline
 
 from sim.common.errors import InputError
 from sim.config import read_config
@@ -134,3 +135,17 @@ def test_bad_peer_keys_are_refused_naming_the_key(tmp_path, top, links, where):
 def test_the_peer_links_default_when_omitted(tmp_path):
     group = peer_config(tmp_path).servers[0]
     assert group.gpu_link == 56.25e9 and group.compute_network == 100e9 / 8
+
+
+def test_a_burst_forms_chains_and_the_books_hold(tmp_path):
+    # 24 requests of one model within 3 s on 4 servers of 2 GPUs, after one warm-up: the
+    # starts chain, receivers joining at different points of the stream; every event is
+    # audited (pins, fabric links) and the timeline checked against the instance log.
+    config = peer_config(tmp_path, count=4, links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"')
+    rows = [(0.0, "a", 512, 400)] + [(10.0 + k / 8, "a", 512, 40) for k in range(24)]
+    sim = simulate(config, rows, check=True)
+    log = sim.cluster.log.frame()
+    peer = log[log["tier"] == "peer"]
+    assert sim.loads_by_tier["peer"] == len(peer) == 7  # 8 GPUs, one the remote load's
+    assert peer["chain"].value_counts().max() > 1  # a chain with several receivers
+    check_timeline(sim.table.frame(), log, config)
