@@ -202,11 +202,17 @@ class Simulation:
             )
         return instance
 
+    def _wake(self, instance: Instance) -> bool:
+        """Take an idle instance off the idle list (a request or a chain needs it)."""
+        if instance.keep_alive is None:  # busy, or idle just now and not yet counting down
+            return False
+        self.cluster.mark_busy(instance)
+        instance.keep_alive.cancel()
+        instance.keep_alive = None
+        return True
+
     def _join(self, i: int, instance: Instance, tier: str, estimate_s: float = np.nan) -> None:
-        if instance.keep_alive is not None:  # idle and counting down, not just emptied
-            self.cluster.mark_busy(instance)
-            instance.keep_alive.cancel()
-            instance.keep_alive = None
+        if self._wake(instance):
             self._demand(instance.model.name)
         if instance.prewarmed:
             instance.prewarmed = False
@@ -235,6 +241,7 @@ class Simulation:
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         if isinstance(load, PeerLoad):
             load.receiver = instance
+            self._wake(load.chain.members[0])  # a new chain's source may be idle
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
         own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`

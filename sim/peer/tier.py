@@ -93,18 +93,18 @@ class PeerTier:
         return (source, chain) if rate > _tier_rate(server, model) else None
 
     def _source(self, server: int, model: ModelSpec) -> Instance | None:
-        """The warm instance of `model` with the fastest hop to `server`, oldest first."""
+        """The warm instance of `model` with the fastest hop to `server`, oldest first; not
+        one idle on `server` itself, whose GPUs the new instance may be about to reclaim."""
         best, best_rate = None, 0.0
         for s in [self._servers[server], *self._servers]:
             for i in s.instances:
-                if (
-                    i.model.name == model.name
-                    and i.state == WARM
-                    and not (i.migrating or i.reserved)
-                ):
-                    rate = self.hop(i.server, server, model.gpus)[1]
-                    if rate > best_rate:
-                        best, best_rate = i, rate
+                if i.model.name != model.name or i.state != WARM or i.migrating or i.reserved:
+                    continue
+                if s.id == server and i in s.idle:
+                    continue
+                rate = self.hop(i.server, server, model.gpus)[1]
+                if rate > best_rate:
+                    best, best_rate = i, rate
         return best
 
     def load(self, server: Server, model: ModelSpec) -> PeerLoad | None:
