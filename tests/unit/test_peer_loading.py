@@ -7,12 +7,15 @@ peer links are chosen per test, all exact in binary floating point.
 
 import re
 
+import pandas as pd
 import pytest
 from conftest import TINY, simulate
 from timeline import check_timeline
 
+from sim.common import seeds
 from sim.common.errors import InputError
 from sim.config import read_config
+from sim.simulator import Simulation
 
 STARTUP, PREFILL = 2.0, 0.5
 REMOTE = STARTUP + 4.0  # 4 GiB over the 1 GiB/s storage network
@@ -149,3 +152,34 @@ def test_a_burst_forms_chains_and_the_books_hold(tmp_path):
     assert sim.loads_by_tier["peer"] == len(peer) == 7  # 8 GPUs, one the remote load's
     assert peer["chain"].value_counts().max() > 1  # a chain with several receivers
     check_timeline(sim.table.frame(), log, config)
+
+
+def test_startup_aware_prices_joining_a_streaming_chain_exactly(tmp_path):
+    config = peer_config(
+        tmp_path, count=3, gpus=1, links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"'
+    )
+    rows = [(0.0, "a", 512, 53), (10.0, "a", 512, 1), (11.0, "a", 512, 1)]
+    sim = simulate(config, rows, policy="startup-aware", check=True)
+    t = sim.table
+    # The second joins the chain streaming since 12: 2 s start-up, then 4 GiB at 2 GiB/s.
+    assert list(t.startup_s[1:]) == [4.0, 4.0]
+    assert list(t.estimate_s[1:]) == [4.0, 4.0]
+
+
+def test_an_idle_source_stays_until_its_chain_ends(tmp_path):
+    # Instance 0 (server 0) serves one token and is idle from 6.5, to expire at 14.5. An
+    # instance started on server 1 at 10 (as a pre-warm starts one) loads from it over the
+    # compute network from 12 to 14: instance 0 leaves the idle list meanwhile and its
+    # keep-alive (8 s) starts again at 14.
+    config = peer_config(
+        tmp_path, count=2, gpus=1, links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"'
+    )
+    trace = pd.DataFrame(
+        [(0.0, "a", 512, 1)], columns=["arrival_s", "model", "input_tokens", "output_tokens"]
+    )
+    sim = Simulation(config, trace, "locality", seeds.rng(0, "policy"), check=True)
+    sim.clock.call_in(10.0, sim._launch, "a", 1)
+    sim.run()
+    log = sim.cluster.log.frame().set_index("instance")
+    assert list(log["ready_s"]) == [6.0, 14.0] and list(log["source"]) == [-1, 0]
+    assert list(log["ended_s"]) == [22.0, 22.0]
