@@ -78,7 +78,7 @@ def measure(
         "rss_growth_per_request_bytes": (peak - before) / requests,
         "ttft_p99_s": float(np.percentile(sim.table.ttft_s, 99)),
         "migrations": sim.migrations,
-        "peer_loads": sim.loads_by_tier.get("peer", 0),
+        "loads_by_tier": {str(tier): n for tier, n in sim.loads_by_tier.items()},
     }
 
 
