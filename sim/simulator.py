@@ -228,16 +228,17 @@ class Simulation:
         server: int,
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
+        peer: bool = True,
     ) -> Instance:
         """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
         then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
-        they have all left.
+        they have all left. Without `peer`, the load is from the tiers, never a peer's GPUs.
         """
         spec = self.config.models[model]
-        host, peer = self.cluster.servers[server], self.cluster.peer
-        load = (peer and peer.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
+        host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
+        load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         if isinstance(load, PeerLoad):
             load.receiver = instance
@@ -274,7 +275,10 @@ class Simulation:
         model = source.model.name
         cost = self.cluster.round_cost(model, source.server, destination)
         # The target cannot be ready before `migration` below exists (its start is a timer).
-        target = self._launch(model, destination, on_ready=lambda: migration.target_ready())
+        # It never loads from a peer: the likeliest peer, `source`, is about to leave.
+        target = self._launch(
+            model, destination, on_ready=lambda: migration.target_ready(), peer=False
+        )
         bytes_per_token = self.config.migration.bytes_per_token
         migration = Migration(self.clock, self, source, target, cost, bytes_per_token, waiting)
         self._migration_of[source] = migration

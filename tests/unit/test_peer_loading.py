@@ -21,21 +21,33 @@ STARTUP, PREFILL = 2.0, 0.5
 REMOTE = STARTUP + 4.0  # 4 GiB over the 1 GiB/s storage network
 
 
-def peer_config(tmp_path, *, count=1, gpus=2, keep_alive=8.0, links="", top="peer_loading = true"):
+def peer_config(
+    tmp_path,
+    *,
+    count=1,
+    gpus=2,
+    keep_alive=8.0,
+    links="",
+    top="peer_loading = true",
+    ssd_a="[]",
+    ssd_b="[]",
+    network="1GiB/s",
+    extra="",
+):
     text = TINY.format(
         count=count,
         gpus=gpus,
         max_batch=1,  # a busy instance has no room: every request below starts one
-        ssd_a="[]",
-        ssd_b="[]",
+        ssd_a=ssd_a,
+        ssd_b=ssd_b,
         keep_alive=keep_alive,
-        network="1GiB/s",
+        network=network,
         host_cores=32,
         model_keys="",
     )
     text = text.replace("host_cores = 32\n", f"host_cores = 32\n{links}\n")
     path = tmp_path / "peer.toml"
-    path.write_text(f"{top}\n{text}")
+    path.write_text(f"{top}\n{text}{extra}")
     return read_config(path)
 
 
@@ -183,3 +195,18 @@ def test_an_idle_source_stays_until_its_chain_ends(tmp_path):
     log = sim.cluster.log.frame().set_index("instance")
     assert list(log["ready_s"]) == [6.0, 14.0] and list(log["source"]) == [-1, 0]
     assert list(log["ended_s"]) == [22.0, 22.0]
+
+
+def test_a_migration_moves_to_an_instance_loaded_from_the_tiers(tmp_path):
+    # test_migration.py's scenario: b busy on server 0, a's request at 10 migrates it to
+    # server 1 (b on its SSD, 2 GiB/s). The compute network (4 GiB/s) would beat that SSD
+    # from b's instance, but that instance is about to leave: the destination loads from
+    # the SSD, and the run is the one without peer loading.
+    rows = [(0.0, "b", 1024, 1000), (10.0, "a", 1024, 2)]
+    keys = {"count": 2, "gpus": 1, "ssd_a": "[0]", "ssd_b": "[0, 1]", "network": "256MiB/s"}
+    links = 'gpu_link = "8GiB/s"\ncompute_network = "4GiB/s"'
+    on = simulate(peer_config(tmp_path, links=links, **keys), rows, "migration", check=True)
+    off = simulate(peer_config(tmp_path, top="", **keys), rows, "migration")
+    assert on.migrations == off.migrations == 1
+    assert on.loads_by_tier == {**off.loads_by_tier, "peer": 0}
+    assert list(on.table.ttft_s) == list(off.table.ttft_s)
