@@ -44,6 +44,10 @@ class ServerGroup:
     network: float
     pcie: float
     host_cores: int  # CPU cores the CPU-bound start-up stages share (fluid)
+    # Peer loading only (docs/peer-loading.md): GPU-to-GPU per GPU, and the server's NIC on
+    # the compute network (not the storage `network`); 0 while peer loading is off.
+    gpu_link: float = 0.0
+    compute_network: float = 0.0
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""
@@ -104,6 +108,7 @@ class ClusterConfig:
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
     keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
+    peer_loading: bool = False  # load from warm instances' GPUs (docs/peer-loading.md)
 
     def steps(self, model: str) -> tuple[Step, ...]:
         """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
@@ -292,12 +297,15 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile"):
+        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile", _PEER):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, workload, migration, servers, models, engines, profile)"
+                "queue, peer_loading, workload, migration, servers, models, engines, profile)"
             )
-    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile")}}
+    merged = {
+        **default,
+        **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile", _PEER)},
+    }
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -320,10 +328,17 @@ def _build(table: dict) -> ClusterConfig:
     top = _parse_fields({k: table[k] for k in _TOP}, _TOP, "")
     workload = _parse_fields(table["workload"], _WORKLOAD, "workload.")
     migration = _parse_fields(table["migration"], _MIGRATION, "migration.")
+    peer = _peer_switch(table)
     groups = [
-        _parse_fields(group, _SERVER, f"servers[{i}].") for i, group in enumerate(table["servers"])
+        _parse_fields(
+            {k: v for k, v in group.items() if k not in _PEER_LINKS}, _SERVER, f"servers[{i}]."
+        )
+        for i, group in enumerate(table["servers"])
     ]
-    servers = tuple(ServerGroup(**group) for group in groups)
+    links = [_peer_links(group, f"servers[{i}].", peer) for i, group in enumerate(table["servers"])]
+    servers = tuple(ServerGroup(**group, **link) for group, link in zip(groups, links, strict=True))
+    if peer:
+        groups = [{**group, **link} for group, link in zip(groups, links, strict=True)]
     server_count = sum(group.count for group in servers)
     if server_count > bounds.SERVERS:
         raise InputError(
@@ -351,6 +366,7 @@ def _build(table: dict) -> ClusterConfig:
     _check_ssd_space(models, servers)
     resolved = {
         **top,
+        **({_PEER: True} if peer else {}),
         "workload": workload,
         "migration": migration,
         "servers": groups,
@@ -371,7 +387,34 @@ def _build(table: dict) -> ClusterConfig:
         queue=top["queue"],
         keep_alive=top["keep_alive"],
         engines=engines or None,
+        peer_loading=peer,
     )
+
+
+# --- peer loading (docs/peer-loading.md): off unless `peer_loading = true` ---
+
+_PEER = "peer_loading"
+# The links of a server group's GPUs to other GPUs, and their defaults (sources in the docs):
+# an A40 NVLink bridge (112.5 GB/s both ways), a 100 GbE RDMA NIC.
+_PEER_LINKS = {"gpu_link": "56.25GB/s", "compute_network": "100Gb/s"}
+
+
+def _peer_switch(table: dict) -> bool:
+    try:
+        return _flag(table.get(_PEER, False))
+    except ValueError as err:
+        raise InputError(f"{_PEER}: {err}") from None
+
+
+def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
+    """A group's peer links: given or defaulted when peer loading is on, refused when off."""
+    given = [key for key in _PEER_LINKS if key in group]
+    if not on:
+        if given:
+            raise InputError(f"{where}{given[0]}: only with peer_loading = true")
+        return {}
+    raw = {key: group.get(key, default) for key, default in _PEER_LINKS.items()}
+    return _parse_fields(raw, dict.fromkeys(_PEER_LINKS, _bandwidth), where)
 
 
 def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:

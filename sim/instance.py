@@ -84,6 +84,11 @@ class Instance:
         self._reserved = False  # a migration's destination, until the requests arrive
         self._migrating = False  # a migration's source: takes no new requests
         self._fenced = False  # drained for a queue's reservation: takes no new requests
+        # Peer loading (`sim.peer`): the chains it belongs to (it stays until they end), the
+        # instance it received its checkpoint from and that chain (-1: not a peer load).
+        self.sending = 0
+        self.peer_source = -1
+        self.chain = -1
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None
         # Heap of (finish v, request, prompt, output, v at which it started generating here).
@@ -144,7 +149,11 @@ class Instance:
     @property
     def movable(self) -> bool:
         """Busy and warm, not already part of a migration: may be migrated or preempted."""
-        return self.state == WARM and self.occupancy > 0 and not (self.reserved or self.migrating)
+        return (
+            self.state == WARM
+            and self.occupancy > 0
+            and not (self.reserved or self.migrating or self.sending)
+        )
 
     @property
     def decoding(self) -> int:

@@ -7,11 +7,13 @@ its end). A violation raises `InvariantError` naming the time, the event and the
 involved. The auditor reads the simulator's internals on purpose: it checks them.
 """
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.common.tiers import CACHE_TIERS
+from sim.instance import STOPPED, Instance
 from sim.results.request_table import STATUSES
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_links(sim, server)
         _check_cores(sim, server)
     _check_indexes(sim)
+    if sim.cluster.peer is not None:
+        _check_peer(sim)
     problem = sim.queue.audit()
     if problem is not None:
         _fail(sim, f"queue {sim.queue.name}: {problem}")
@@ -127,6 +131,34 @@ def _check_cores(sim: "Simulation", server) -> None:
         }
 
 
+def _check_peer(sim: "Simulation") -> None:
+    """The peer fabric's links (a chain crossing a link twice takes its rate twice) and the
+    chains' pins: every member live, pinned once per chain it is in, never on an idle list."""
+    peer = sim.cluster.peer
+    used: Counter[str] = Counter()
+    for t in peer.fabric.active:
+        if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
+            _fail(sim, f"peer fabric: a chain streams at {t.rate} B/s, its cap {t.cap}")
+        for link in t.links:
+            used[link] += t.rate
+    for link, total in used.items():
+        if total > peer.fabric.capacity[link] * (1 + _SLACK):
+            _fail(sim, f"peer fabric {link}: chains take {total} of {peer.fabric.capacity[link]}")
+    pins: Counter[Instance] = Counter()
+    for model, chain in peer.chains.items():
+        if chain.transfer is not None and chain.transfer not in peer.fabric.active:
+            _fail(sim, f"the {model} chain's segment is not on the fabric")
+        if chain.planned < 0 or chain.tail.model.name != model:
+            _fail(sim, f"the {model} chain: {chain.planned} planned, tail {chain.tail.model.name}")
+        pins.update(chain.members)
+    for server in sim.cluster.servers:
+        for i in server.instances:
+            if i.sending != pins[i] or (i.sending and i in server.idle):
+                _fail(sim, f"instance {i.id}: pinned {i.sending} times, in {pins[i]} chains")
+    if any(i.state == STOPPED for i in pins):
+        _fail(sim, "a stopped instance is still a chain's member")
+
+
 def _check_indexes(sim: "Simulation") -> None:
     cluster = sim.cluster
     total = 0
@@ -166,5 +198,7 @@ def check_outcome(sim: "Simulation") -> None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:
         busy = server.links.active or server.links.planned
+        peer = sim.cluster.peer
+        busy = busy or (peer is not None and (peer.fabric.active or peer.chains))
         if server.instances or busy or server.cores.active or server.cores.planned:
             _fail(sim, f"server {server.id} still runs instances or loads at the end")

@@ -31,13 +31,14 @@ from policies import get_policy
 from policies.base import Request, Start
 from sim.clock import Clock, Timer
 from sim.cluster import Cluster
-from sim.common.tiers import LOAD_TIERS
+from sim.common.tiers import LOAD_TIERS, Tier
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
 from sim.keep_alive import make_keep_alive
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
+from sim.peer import PeerLoad
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
@@ -86,7 +87,10 @@ class Simulation:
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
         self.prewarms = 0
         self.prewarm_hits = 0  # pre-warmed instances that served a request
-        self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
+        peer = self.cluster.peer
+        self.loads_by_tier = dict.fromkeys((t for t in LOAD_TIERS if t != Tier.PEER or peer), 0)
+        if peer is not None:
+            peer.released = self._released
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
@@ -198,11 +202,17 @@ class Simulation:
             )
         return instance
 
+    def _wake(self, instance: Instance) -> bool:
+        """Take an idle instance off the idle list (a request or a chain needs it)."""
+        if instance.keep_alive is None:  # busy, or idle just now and not yet counting down
+            return False
+        self.cluster.mark_busy(instance)
+        instance.keep_alive.cancel()
+        instance.keep_alive = None
+        return True
+
     def _join(self, i: int, instance: Instance, tier: str, estimate_s: float = np.nan) -> None:
-        if instance.keep_alive is not None:  # idle and counting down, not just emptied
-            self.cluster.mark_busy(instance)
-            instance.keep_alive.cancel()
-            instance.keep_alive = None
+        if self._wake(instance):
             self._demand(instance.model.name)
         if instance.prewarmed:
             instance.prewarmed = False
@@ -218,16 +228,21 @@ class Simulation:
         server: int,
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
+        peer: bool = True,
     ) -> Instance:
         """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
         then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
-        they have all left.
+        they have all left. Without `peer`, the load is from the tiers, never a peer's GPUs.
         """
         spec = self.config.models[model]
-        load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
+        host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
+        load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
+        if isinstance(load, PeerLoad):
+            load.receiver = instance
+            self._wake(load.chain.members[0])  # a new chain's source may be idle
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
         own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`
@@ -260,7 +275,10 @@ class Simulation:
         model = source.model.name
         cost = self.cluster.round_cost(model, source.server, destination)
         # The target cannot be ready before `migration` below exists (its start is a timer).
-        target = self._launch(model, destination, on_ready=lambda: migration.target_ready())
+        # It never loads from a peer: the likeliest peer, `source`, is about to leave.
+        target = self._launch(
+            model, destination, on_ready=lambda: migration.target_ready(), peer=False
+        )
         bytes_per_token = self.config.migration.bytes_per_token
         migration = Migration(self.clock, self, source, target, cost, bytes_per_token, waiting)
         self._migration_of[source] = migration
@@ -309,6 +327,8 @@ class Simulation:
         self.queue.drain()
 
     def became_idle(self, instance: Instance) -> None:
+        if instance.sending:  # a multicast chain's member: idle once it ends (`_released`)
+            return
         if instance.migrating:
             self._migration_of[instance].source_emptied()
             return
@@ -328,6 +348,11 @@ class Simulation:
                 decision.prewarm_in_s, self._prewarm, model
             )
         self.queue.drain()
+
+    def _released(self, instance: Instance) -> None:
+        """A multicast chain ended: a member that went idle meanwhile is idle now."""
+        if not instance.sending and instance.is_idle and instance.keep_alive is None:
+            self.became_idle(instance)
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None

@@ -68,6 +68,13 @@ class ServerLinks:
 
         self._clock.call_in(delay, begin)
 
+    def reroute(self, transfer: Transfer, links: tuple[str, ...], cap: float) -> None:
+        """Change the links and cap of a load in flight (a multicast chain gained a hop)."""
+        self._advance()
+        transfer.links = links
+        transfer.cap = cap
+        self._reallocate()
+
     def predict_s(self, size: float, links: tuple[str, ...], cap: float, delay: float) -> float:
         """How long a load of `size` bytes beginning `delay` seconds from now would take.
 

@@ -30,6 +30,8 @@ class InstanceLog:
                 instance.ready_at,
                 at,
                 ENDS.index(why),
+                instance.peer_source,
+                instance.chain,
             )
         )
 
@@ -44,6 +46,8 @@ class InstanceLog:
             "ready_s",
             "ended_s",
             "end",
+            "source",
+            "chain",
         ]
         frame = pd.DataFrame(self._rows, columns=columns).sort_values("instance")
         frame["ready_s"] = frame["ready_s"].replace(np.inf, np.nan)

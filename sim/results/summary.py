@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.common.tiers import START_TIERS, Tier
+from sim.common.tiers import LOAD_TIERS, START_TIERS, Tier
 from sim.results.request_table import STATUSES
 from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
@@ -131,7 +131,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "ttft_p99_s": _percentile(ttft, 99),
         "ttft_mean_s": float(ttft.mean()) if len(ttft) else None,
         "e2e_p99_s": _percentile(t.e2e_s[done], 99),
-        "loads_by_tier": {tier.value: n for tier, n in sim.loads_by_tier.items()},
+        "loads_by_tier": {tier.value: sim.loads_by_tier.get(tier, 0) for tier in LOAD_TIERS},
         "cold_starts": int(sum(sim.loads_by_tier.values())),
         "requests_by_start_tier": {
             tier.value: int(n) for tier, n in zip(START_TIERS, counts, strict=True)

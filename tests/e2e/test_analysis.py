@@ -114,7 +114,7 @@ def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
         per_request = (rows["gpu_seconds"] / rows["completed"]).mean()
         assert table.loc[policy, "GPU-s / request"] == f"{per_request:.1f}"
         dram = rows["loads_by_tier.dram"].mean()
-        assert table.loc[policy, "loads dram/ssd/remote"].startswith(f"{dram:.0f}/")
+        assert table.loc[policy, "loads dram/ssd/remote/peer"].startswith(f"{dram:.0f}/")
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,8 @@ WHERE = {
     "config-wrong-type.toml": "servers[0].gpus",
     "config-zero-bandwidth.toml": "servers[0].network",
     "config-zero-servers.toml": "servers[0].count",
+    "config-peer-zero-compute-network.toml": "servers[0].compute_network: expected a positive",
+    "config-peer-switch-not-a-flag.toml": "peer_loading: expected true or false",
     "profile-bad-measurement.json": "measurements.ssd_read",
     "profile-invalid-json.json": "invalid JSON",
     "profile-missing-field.json": "derived.decode_step_s: missing",

@@ -1,6 +1,6 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
 included), the catalog, the start-up engines, the trace, the keep-alive (its length and
-its policy, pre-warming included), the queue
+its policy, pre-warming included), peer loading on or off (its links too), the queue
 discipline and the policy, the books hold after every event (`--check`) and a fixed seed
 gives identical results."""
 
@@ -39,6 +39,8 @@ def groups(draw):
                 "network": draw(st.sampled_from(BANDWIDTHS)),
                 "pcie": draw(st.sampled_from(BANDWIDTHS)),
                 "host_cores": draw(st.integers(1, 4)),
+                "gpu_link": draw(st.sampled_from(BANDWIDTHS)),
+                "compute_network": draw(st.sampled_from(BANDWIDTHS)),
             }
         )
     return drawn
@@ -52,6 +54,8 @@ def clusters(draw):
     engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
     text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
+    peer = draw(st.booleans())
+    text += f"peer_loading = {str(peer).lower()}\n"
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
@@ -59,6 +63,8 @@ def clusters(draw):
             f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
             f'pcie = "{g["pcie"]}"\nhost_cores = {g["host_cores"]}\n'
         )
+        if peer:
+            text += f'gpu_link = "{g["gpu_link"]}"\ncompute_network = "{g["compute_network"]}"\n'
     for m in range(draw(st.integers(1, 4))):
         host = draw(st.sampled_from(server_groups))
         gpus = draw(st.integers(1, host["gpus"]))
