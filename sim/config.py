@@ -25,6 +25,9 @@ from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
 
+# A model's transformer layers when its catalog entry states none: Llama-2-7B's and
+# OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
+DEFAULT_LAYERS = 32
 # A model's TTFT service-level objective when its catalog entry states none: a round
 # figure, the order of a cold start from SSD of the default catalog's larger models.
 DEFAULT_TTFT_SLO_S = 10.0
@@ -66,6 +69,7 @@ class ModelSpec:
     prefill_fixed_s: float = 0.0  # per forward pass, beside the per-token rate
     prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
     engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
+    layers: int = DEFAULT_LAYERS  # the granularity of execute-while-load (`sim.overlap`)
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""
@@ -104,6 +108,13 @@ class ClusterConfig:
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
     keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
+    # Engines whose first prefill runs behind the load (`execute_while_load`, `sim.overlap`).
+    overlapped: frozenset[str] = frozenset()
+
+    def pipelined(self, model: str) -> bool:
+        """Whether the prefill of the request that starts an instance of `model` runs
+        layer by layer behind its checkpoint load."""
+        return self.models[model].engine in self.overlapped
 
     def steps(self, model: str) -> tuple[Step, ...]:
         """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
@@ -251,6 +262,7 @@ _MODEL: dict[str, Parser] = {
     "ttft_slo_s": _positive,
     "prefill_fixed_s": _non_negative,
     "prefill_waits_for_step": _flag,
+    "layers": _integers(bounds.LAYERS),
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
@@ -260,6 +272,7 @@ _MODEL_DEFAULTS = {
     "ttft_slo_s": DEFAULT_TTFT_SLO_S,
     "prefill_fixed_s": 0.0,
     "prefill_waits_for_step": False,
+    "layers": DEFAULT_LAYERS,
 }
 
 
@@ -332,7 +345,7 @@ def _build(table: dict) -> ClusterConfig:
         )
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
-    engines = _engines(_table(table.get("engines", {}), "engines"))
+    engines, overlapped = _engines(_table(table.get("engines", {}), "engines"))
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
@@ -371,18 +384,21 @@ def _build(table: dict) -> ClusterConfig:
         queue=top["queue"],
         keep_alive=top["keep_alive"],
         engines=engines or None,
+        overlapped=overlapped,
     )
 
 
-def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
-    """Each engine's start-up steps; errors name the engine, the entry and the key."""
+def _engines(raw: dict) -> tuple[dict[str, tuple[Step, ...]], frozenset[str]]:
+    """Each engine's start-up steps, and those that execute while loading; errors name
+    the engine, the entry and the key."""
     engines = {}
+    overlapped = set()
     for name, engine in raw.items():
         where = f"engines.{name}"
         engine = _table(engine, where)
         for key in engine:
-            if key != "stages":
-                raise InputError(f"{where}.{key}: unknown key (expected stages)")
+            if key not in ("stages", "execute_while_load"):
+                raise InputError(f"{where}.{key}: unknown key (expected stages, execute_while_load)")
         entries = engine.get("stages")
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{where}.stages: expected a non-empty list of stages")
@@ -404,7 +420,23 @@ def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
         if sum(stage.kind == LOAD for stage in stages) != 1:
             raise InputError(f'{where}.stages: expected exactly one {{name = "load"}} stage')
         engines[name] = tuple(steps)
-    return engines
+        if _execute_while_load(engine, where, steps[-1]):
+            overlapped.add(name)
+    return engines, frozenset(overlapped)
+
+
+def _execute_while_load(engine: dict, where: str, last: Step) -> bool:
+    """The engine's `execute_while_load` switch; the prefill can only pipeline behind a
+    load that is the start-up's last step, alone (the engine is ready when it ends)."""
+    try:
+        on = _flag(engine.get("execute_while_load", False))
+    except ValueError as err:
+        raise InputError(f"{where}.execute_while_load: {err}") from None
+    if on and (len(last) != 1 or last[0].kind != LOAD):
+        raise InputError(
+            f"{where}.execute_while_load: needs the load alone as the last step of stages"
+        )
+    return on
 
 
 def _stage(raw: Any, where: str) -> Stage:

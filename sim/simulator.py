@@ -182,7 +182,7 @@ class Simulation:
         for victim in decision.preempt:
             self._preempt(self._movable(decision.server, victim))
         leaving = [self._movable(decision.server, move.instance) for move in decision.migrate]
-        instance = self._launch(model, decision.server, leaving)
+        instance = self._launch(model, decision.server, leaving, pipelined=True)
         for move, source in zip(decision.migrate, leaving, strict=True):
             self._migrate(source, move.destination, instance)
         self._demand(model)
@@ -218,15 +218,19 @@ class Simulation:
         server: int,
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
+        pipelined: bool = False,
     ) -> Instance:
         """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
         then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
-        they have all left.
+        they have all left. `pipelined`: a request starts it, whose prefill runs behind the
+        load if the model's engine executes while loading (`sim.overlap`).
         """
         spec = self.config.models[model]
         load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
+        if pipelined and self.config.pipelined(model):
+            load.progress = []
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
@@ -235,7 +239,7 @@ class Simulation:
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
-            instance.ready()
+            instance.ready(load.progress)
             if on_ready is not None:
                 on_ready()
 
@@ -299,7 +303,10 @@ class Simulation:
     # --- what instances report ---
 
     def first_token(self, instance: Instance, request: int) -> None:
-        self.table.first_token(request, self.clock.now, instance.ready_at)
+        ready_at = instance.ready_at
+        if instance.pipelined is not None and instance.pipelined[0] == request:
+            ready_at = instance.pipelined[1]  # the load hid part of its prefill
+        self.table.first_token(request, self.clock.now, ready_at)
 
     def room_changed(self, instance: Instance) -> None:
         self._rooms[instance.model.name].update(instance)
