@@ -38,6 +38,7 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_caches(sim, server)
         _check_links(sim, server)
         _check_cores(sim, server)
+        _check_pipelined(sim, server)
     _check_indexes(sim)
     problem = sim.queue.audit()
     if problem is not None:
@@ -90,10 +91,36 @@ def _check_links(sim: "Simulation", server) -> None:
     for t in links.active:
         if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
             _fail(sim, f"server {server.id}: a load runs at {t.rate} B/s, its cap {t.cap}")
+        if t.progress is not None and _regresses(
+            [
+                *t.progress,
+                (
+                    sim.clock.now,
+                    1 - (t.remaining - t.rate * (sim.clock.now - t.updated_at)) / t.size,
+                ),
+            ]
+        ):
+            _fail(sim, f"server {server.id}: a load's recorded progress goes back {t.progress}")
     for link, capacity in links.capacity.items():
         total = sum(t.rate for t in links.active if link in t.links)
         if total > capacity * (1 + _SLACK):
             _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")
+
+
+def _regresses(points: list[tuple[float, float]]) -> bool:
+    """Whether (time, fraction loaded) points step back in either, or leave [0, 1]."""
+    pairs = zip(points, points[1:])
+    return any(t1 < t0 or f1 < f0 * (1 - _SLACK) for (t0, f0), (t1, f1) in pairs) or not all(
+        0.0 <= f <= 1.0 for _, f in points
+    )
+
+
+def _check_pipelined(sim: "Simulation", server) -> None:
+    """Execute-while-load may only bring a first token forward: the effective ready time
+    of a prefill that ran behind the load is never after the load's end."""
+    for i in server.instances:
+        if i.pipelined is not None and i.pipelined[1] > i.ready_at * (1 + _SLACK):
+            _fail(sim, f"instance {i.id}: effective ready {i.pipelined[1]} after {i.ready_at}")
 
 
 def _check_cores(sim: "Simulation", server) -> None:

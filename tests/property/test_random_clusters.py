@@ -73,11 +73,14 @@ def clusters(draw):
             f"ttft_slo_s = {draw(st.sampled_from([1.0, 10.0, 100.0]))}\n"
             f"prefill_fixed_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
             f"prefill_waits_for_step = {str(draw(st.booleans())).lower()}\n"
+            f"layers = {draw(st.sampled_from([1, 4, 32]))}\n"
         )
         if engines and draw(st.booleans()):
             text += f'engine = "e{draw(st.integers(0, len(engines) - 1))}"\n'
     for e, stages in enumerate(engines):
         text += f"[engines.e{e}]\nstages = [{', '.join(stages)}]\n"
+        if stages[-1] == '{name = "load"}' and draw(st.booleans()):  # the load last, alone
+            text += "execute_while_load = true\n"
     return text
 
 

@@ -4,7 +4,9 @@
 
 import pytest
 
+import sim.instance
 from sim.common.errors import InputError
+from sim.invariants import InvariantError
 from sim.overlap import first_token_at
 from tests.conftest import simulate, tiny_config
 
@@ -91,3 +93,11 @@ def test_bad_switches_are_refused_naming_the_key(tmp_path, engine, message):
 def test_layers_must_be_a_positive_integer(tmp_path):
     with pytest.raises(InputError, match="models.a.layers"):
         tiny_config(tmp_path, model_keys="layers = 0")
+
+
+def test_the_audit_catches_a_rule_that_delays_the_first_token(tmp_path, monkeypatch):
+    # A broken rule: the first token a second after loading then prefilling.
+    late = lambda progress, prefill_s, layers: progress[-1][0] + prefill_s + 1.0  # noqa: E731
+    monkeypatch.setattr(sim.instance, "first_token_at", late)
+    with pytest.raises(InvariantError, match="effective ready"):
+        simulate(config(tmp_path), [(0.0, "a", 2048, 1)], check=True)
