@@ -398,7 +398,9 @@ def _engines(raw: dict) -> tuple[dict[str, tuple[Step, ...]], frozenset[str]]:
         engine = _table(engine, where)
         for key in engine:
             if key not in ("stages", "execute_while_load"):
-                raise InputError(f"{where}.{key}: unknown key (expected stages, execute_while_load)")
+                raise InputError(
+                    f"{where}.{key}: unknown key (expected stages, execute_while_load)"
+                )
         entries = engine.get("stages")
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{where}.stages: expected a non-empty list of stages")

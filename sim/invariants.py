@@ -7,6 +7,7 @@ its end). A violation raises `InvariantError` naming the time, the event and the
 involved. The auditor reads the simulator's internals on purpose: it checks them.
 """
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -109,7 +110,7 @@ def _check_links(sim: "Simulation", server) -> None:
 
 def _regresses(points: list[tuple[float, float]]) -> bool:
     """Whether (time, fraction loaded) points step back in either, or leave [0, 1]."""
-    pairs = zip(points, points[1:])
+    pairs = itertools.pairwise(points)
     return any(t1 < t0 or f1 < f0 * (1 - _SLACK) for (t0, f0), (t1, f1) in pairs) or not all(
         0.0 <= f <= 1.0 for _, f in points
     )

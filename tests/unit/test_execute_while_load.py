@@ -79,8 +79,7 @@ def test_startup_aware_prices_the_effective_startup_exactly(tmp_path):
             "engines.e.execute_while_load: expected true or false",
         ),
         (
-            'stages = [{name = "load"}, {name = "init", seconds = 1.0}]\n'
-            "execute_while_load = true",
+            'stages = [{name = "load"}, {name = "init", seconds = 1.0}]\nexecute_while_load = true',
             "engines.e.execute_while_load: needs the load alone as the last step",
         ),
     ],
@@ -91,7 +90,7 @@ def test_bad_switches_are_refused_naming_the_key(tmp_path, engine, message):
 
 
 def test_layers_must_be_a_positive_integer(tmp_path):
-    with pytest.raises(InputError, match="models.a.layers"):
+    with pytest.raises(InputError, match=r"models\.a\.layers"):
         tiny_config(tmp_path, model_keys="layers = 0")
 
 
