@@ -8,12 +8,13 @@ every module of the package, so adding a policy is adding one file.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
 
+from sim.common.registry import Registry
 from sim.common.stages import Step
 from sim.common.tiers import CACHE_TIERS
 
@@ -173,32 +174,13 @@ class Policy(ABC):
         """Where to start an instance for `request`, or Wait."""
 
 
-_REGISTRY: dict[str, type[Policy]] = {}
-
-
-def register(name: str) -> Callable[[type[Policy]], type[Policy]]:
-    """Class decorator: make a policy available as `--policy name`."""
-
-    def add(cls: type[Policy]) -> type[Policy]:
-        if name in _REGISTRY:
-            raise ValueError(f"policy {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return add
+_REGISTRY: Registry[Policy] = Registry("policy")
+register = _REGISTRY.register  # class decorator: available as `--policy name`
+get_policy = _REGISTRY.get
 
 
 def policy_names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def get_policy(name: str) -> type[Policy]:
-    """The policy class registered as `name`; KeyError lists the known names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown policy {name!r} (known: {', '.join(policy_names())})") from None
+    return _REGISTRY.names()
 
 
 def least_occupied(servers: Iterable[int], view: ClusterView) -> int | None:

@@ -10,9 +10,10 @@ its GPUs (`victim`). A policy is chosen as `NAME[:params]` (`--keep-alive`, or
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
+
+from sim.common.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,24 +62,12 @@ class KeepAlive(ABC):
         return next(iter(server.idle))
 
 
-_REGISTRY: dict[str, type[KeepAlive]] = {}
-
-
-def register(name: str) -> Callable[[type[KeepAlive]], type[KeepAlive]]:
-    """Class decorator: make a policy available as `--keep-alive name[:params]`."""
-
-    def add(cls: type[KeepAlive]) -> type[KeepAlive]:
-        if name in _REGISTRY:
-            raise ValueError(f"keep-alive policy {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return add
+_REGISTRY: Registry[KeepAlive] = Registry("keep-alive policy")
+register = _REGISTRY.register  # class decorator: available as `--keep-alive name[:params]`
 
 
 def keep_alive_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def make_keep_alive(spec: str, keep_alive_s: float) -> KeepAlive:
@@ -87,10 +76,11 @@ def make_keep_alive(spec: str, keep_alive_s: float) -> KeepAlive:
     if not isinstance(spec, str):
         raise ValueError(f"expected a string NAME[:params], got {spec!r}")
     name, _, params = spec.partition(":")
-    if name not in _REGISTRY:
-        known = ", ".join(keep_alive_names())
-        raise ValueError(f"unknown keep-alive policy {name!r} (known: {known})")
-    return _REGISTRY[name](params, keep_alive_s)
+    try:
+        policy = _REGISTRY.get(name)
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
+    return policy(params, keep_alive_s)
 
 
 def check_keep_alive(spec: str) -> str:

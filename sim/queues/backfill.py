@@ -66,20 +66,9 @@ class Backfill(Fifo):
         if self.holder is not None and i < self.holder:
             self._release()
 
-    def drain(self) -> None:
-        if self._draining or not self.waiting:
-            return
-        self._draining = True
-        try:
-            self._place_heads()
-            for model in self.order()[1:]:  # backfill behind the head, which waits
-                queue = self.waiting[model]
-                while queue and self.route(queue[0], model):
-                    queue.popleft()
-                if not queue:
-                    del self.waiting[model]
-        finally:
-            self._draining = False
+    def _offer(self) -> None:
+        self._place_heads()
+        self._serve(self.order()[1:])  # backfill behind the head, which waits
 
     def _place_heads(self) -> None:
         """Place the oldest waiter while it fits; the first that does not, reserves."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from policies.base import ClusterView
+from sim.common.registry import Registry
 
 if TYPE_CHECKING:
     from sim.cluster import Cluster
@@ -60,30 +61,10 @@ class QueueDiscipline(ABC):
         return None
 
 
-_REGISTRY: dict[str, type[QueueDiscipline]] = {}
-
-
-def register(name: str) -> Callable[[type[QueueDiscipline]], type[QueueDiscipline]]:
-    """Class decorator: make a discipline available as `--queue name`."""
-
-    def add(cls: type[QueueDiscipline]) -> type[QueueDiscipline]:
-        if name in _REGISTRY:
-            raise ValueError(f"queue discipline {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return add
+_REGISTRY: Registry[QueueDiscipline] = Registry("queue discipline")
+register = _REGISTRY.register  # class decorator: available as `--queue name`
+get_queue = _REGISTRY.get
 
 
 def queue_names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def get_queue(name: str) -> type[QueueDiscipline]:
-    """The discipline registered as `name`; KeyError lists the known names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(queue_names())
-        raise KeyError(f"unknown queue discipline {name!r} (known: {known})") from None
+    return _REGISTRY.names()

@@ -36,11 +36,19 @@ class Fifo(QueueDiscipline):
             return
         self._draining = True
         try:
-            for model in self.order():
-                queue = self.waiting[model]
-                while queue and self.route(queue[0], model):
-                    queue.popleft()
-                if not queue:
-                    del self.waiting[model]
+            self._offer()
         finally:
             self._draining = False
+
+    def _offer(self) -> None:
+        """Offer free capacity to the waiters (`drain`, without re-entering it)."""
+        self._serve(self.order())
+
+    def _serve(self, models: list[str]) -> None:
+        """Place each model's waiters, oldest first, until one must wait."""
+        for model in models:
+            queue = self.waiting[model]
+            while queue and self.route(queue[0], model):
+                queue.popleft()
+            if not queue:
+                del self.waiting[model]
