@@ -20,10 +20,11 @@ from sim.common.errors import InputError
 from sim.common.stages import CPU, FIXED, LOAD, Stage, Step, default_steps
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
-from sim.keep_alive import check_keep_alive
+from sim.keep_alive import check_keep_alive, make_keep_alive
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
+from sim.sleep_spec import SleepSpec, parse_sleep
 
 # A model's transformer layers when its catalog entry states none: Llama-2-7B's and
 # OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
@@ -110,6 +111,15 @@ class ClusterConfig:
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
     # Engines whose first prefill runs behind the load (`execute_while_load`, `sim.overlap`).
     overlapped: frozenset[str] = frozenset()
+    # How engines sleep (`sim.sleep_spec`): by engine name, "" for the top-level table.
+    sleep: dict[str, SleepSpec] | None = None
+
+    def sleep_of(self, model: str) -> SleepSpec | None:
+        """How an instance of `model` sleeps: its engine's table, else the top-level one."""
+        if not self.sleep:
+            return None
+        engine = self.models[model].engine
+        return self.sleep.get(engine) if engine in self.sleep else self.sleep.get("")
 
     def pipelined(self, model: str) -> bool:
         """Whether the prefill of the request that starts an instance of `model` runs
@@ -278,6 +288,8 @@ _MODEL_DEFAULTS = {
 
 # Tables whose keys the user overrides one by one.
 _SECTIONS = ("workload", "migration")
+# The other keys a cluster file may have.
+_OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
 
 
 def _table(value: Any, key: str) -> dict:
@@ -305,12 +317,13 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile"):
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, workload, migration, servers, models, engines, profile)"
+                "queue, sleep, workload, migration, servers, models, engines, profile)"
             )
-    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile")}}
+    taken = (*_TOP, "engines", "profile", "sleep")  # as the user gives them
+    merged = {**default, **{k: v for k, v in user.items() if k in taken}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -345,7 +358,14 @@ def _build(table: dict) -> ClusterConfig:
         )
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
-    engines, overlapped = _engines(_table(table.get("engines", {}), "engines"))
+    engines, overlapped, sleep = _engines(_table(table.get("engines", {}), "engines"))
+    if "sleep" in table:
+        sleep[""] = parse_sleep(table["sleep"], "sleep")
+    if make_keep_alive(top["keep_alive"], 0.0).sleep_s and not sleep:
+        raise InputError(
+            f"keep_alive: {top['keep_alive']!r} lets instances sleep; that needs a sleep "
+            "table {level, gpu_memory}, at the top or in an engine"
+        )
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
@@ -371,6 +391,8 @@ def _build(table: dict) -> ClusterConfig:
     }
     if "engines" in table:
         resolved["engines"] = table["engines"]
+    if "sleep" in table:
+        resolved["sleep"] = table["sleep"]
     if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
         resolved["profile"] = _table(table["profile"], "profile")
     return ClusterConfig(
@@ -385,21 +407,25 @@ def _build(table: dict) -> ClusterConfig:
         keep_alive=top["keep_alive"],
         engines=engines or None,
         overlapped=overlapped,
+        sleep=sleep or None,
     )
 
 
-def _engines(raw: dict) -> tuple[dict[str, tuple[Step, ...]], frozenset[str]]:
-    """Each engine's start-up steps, and those that execute while loading; errors name
-    the engine, the entry and the key."""
+def _engines(
+    raw: dict,
+) -> tuple[dict[str, tuple[Step, ...]], frozenset[str], dict[str, SleepSpec]]:
+    """Each engine's start-up steps, those that execute while loading, and how those with
+    a `sleep` table sleep; errors name the engine, the entry and the key."""
     engines = {}
     overlapped = set()
+    sleep = {}
     for name, engine in raw.items():
         where = f"engines.{name}"
         engine = _table(engine, where)
         for key in engine:
-            if key not in ("stages", "execute_while_load"):
+            if key not in ("stages", "execute_while_load", "sleep"):
                 raise InputError(
-                    f"{where}.{key}: unknown key (expected stages, execute_while_load)"
+                    f"{where}.{key}: unknown key (expected stages, execute_while_load, sleep)"
                 )
         entries = engine.get("stages")
         if not isinstance(entries, list) or not entries:
@@ -424,7 +450,9 @@ def _engines(raw: dict) -> tuple[dict[str, tuple[Step, ...]], frozenset[str]]:
         engines[name] = tuple(steps)
         if _execute_while_load(engine, where, steps[-1]):
             overlapped.add(name)
-    return engines, frozenset(overlapped)
+        if "sleep" in engine:
+            sleep[name] = parse_sleep(engine["sleep"], f"{where}.sleep")
+    return engines, frozenset(overlapped), sleep
 
 
 def _execute_while_load(engine: dict, where: str, last: Step) -> bool:

@@ -37,6 +37,7 @@ from sim.config import ModelSpec
 from sim.overlap import first_token_at
 
 STARTING, LOADING, WARM, STOPPED = "starting", "loading", "warm", "stopped"
+SLEEPING = "sleeping"  # off its GPUs, its engine kept (`sim.sleepers`)
 STARTING_ROOM = -1  # `room_key` of a starting or loading instance with room
 
 
@@ -140,6 +141,8 @@ class Instance:
         starting with room, None if it has no room (inlined: it runs twice a request)."""
         if self.state == STOPPED or self._reserved or self._migrating or self._fenced:
             return None
+        if self.state == SLEEPING:
+            return None
         load = len(self._prefill) + len(self._decoding)
         if load >= self.model.max_batch:
             return None
@@ -237,15 +240,23 @@ class Instance:
             self._start_prefill(end - self._clock.now)
         self._continue()
 
-    def stop(self) -> None:
-        """Free the instance (keep-alive expired or its GPUs reclaimed); it must be idle."""
+    def stop(self, state: str = STOPPED) -> None:
+        """Free the instance (keep-alive expired or its GPUs reclaimed), or put it to sleep
+        (`state` SLEEPING); it must be idle."""
         if not self.is_idle:
             raise RuntimeError(f"stopping a {self.model.name} instance that is not idle")
-        self.state = STOPPED
+        self.state = state
         self._events.room_changed(self)
         if self.keep_alive is not None:
             self.keep_alive.cancel()
             self.keep_alive = None
+
+    def wake(self) -> None:
+        """A sleeping instance starts waking: it takes requests, served once `ready`."""
+        self.state = STARTING
+        self.ready_at = float("inf")
+        self.allocated_at = self._clock.now
+        self._events.room_changed(self)
 
     # --- prefill ---
 

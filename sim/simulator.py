@@ -41,6 +41,7 @@ from sim.migration import Migration
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
+from sim.sleepers import Sleepers
 from sim.startup import Startup
 
 
@@ -81,6 +82,10 @@ class Simulation:
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
+        # Sleeping engines (`sim.sleepers`), when the keep-alive lets instances sleep.
+        self.sleepers: Sleepers | None = None
+        if self.keep_alive.sleep_s:
+            self.sleepers = Sleepers(config, self.cluster, self.clock, self.keep_alive.sleep_s)
         # The `keep_alive` of an idle instance kept until its GPUs are needed: never fires.
         self._until_needed = Timer(self.clock, self._expire, ())
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
@@ -122,6 +127,8 @@ class Simulation:
             self.stopped_at = until
             self.table.time_out_pending()
             self.cluster.charge_running({i: h.pledged for i, h in self._held.items()})
+            if self.sleepers is not None:
+                self.sleepers.cut_short()
         check_outcome(self)
 
     def _stop_kept_until_needed(self) -> None:
@@ -165,6 +172,12 @@ class Simulation:
         if instance is not None:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
+        if self.sleepers is not None:  # wake a sleeping engine of the model if one can
+            instance = self.sleepers.wake_for(model, self.queue.view(i).can_start)
+            if instance is not None:
+                self._demand(model)
+                self._join(i, instance, instance.tier)
+                return True
         t = self.table
         request = Request(
             i,
@@ -338,7 +351,8 @@ class Simulation:
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
-        self.cluster.stop(instance, "expired")
+        if self.sleepers is None or not self.sleepers.try_sleep(instance):
+            self.cluster.stop(instance, "expired")
 
     # --- pre-warming ---
 
