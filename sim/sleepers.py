@@ -4,8 +4,10 @@ model wakes it without a new start-up.
 
 Asleep, an engine holds no GPU: its GPUs are free for an awake instance, while it keeps
 its sleep table's `gpu_memory` on each of them (`sim.sleep_spec`). GPU memory is pooled
-per server: the engines asleep there keep at most, per GPU, what the largest model the
-server can host leaves of a GPU's memory, so an awake instance always fits beside them.
+per server: each engine asleep keeps at most, on each of its GPUs, what the largest model
+the server can host leaves of a GPU's memory, and all of them together at most that much
+per GPU of the server, so an awake instance fits beside them (exactly, were the sleeping
+engines spread evenly over the GPUs; the simulator does not track which GPU is which).
 Level 1 also keeps the weights in the server's DRAM (reserved in its DRAM cache, evicting
 cached checkpoints as a load would); an engine that finds no room stops instead.
 
@@ -70,8 +72,8 @@ class Sleepers:
         if spec is None or not self.sleep_s:
             return False
         server = self._cluster.servers[instance.server]
-        kept = spec.gpu_memory * instance.model.gpus
-        if server.sleep_memory + kept > server.gpus * self.room[server.group_index]:
+        kept, room = spec.gpu_memory * instance.model.gpus, self.room[server.group_index]
+        if spec.gpu_memory > room or server.sleep_memory + kept > server.gpus * room:
             return False
         if spec.level == 1 and not server.dram.reserve(instance.model.weights):
             return False
