@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.common.tiers import CACHE_TIERS
+from sim.instance import SLEEPING
 from sim.results.request_table import STATUSES
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_links(sim, server)
         _check_cores(sim, server)
         _check_pipelined(sim, server)
+        _check_sleeping(sim, server)
     _check_indexes(sim)
     problem = sim.queue.audit()
     if problem is not None:
@@ -69,11 +71,11 @@ def _check_caches(sim: "Simulation", server) -> None:
     for tier in CACHE_TIERS:
         cache = server.cache(tier)
         held = sum(cache._entries.values())
-        if held != cache.used or cache.used > cache.capacity:
+        if held != cache.used or cache.used + cache.reserved > cache.capacity:
             _fail(
                 sim,
                 f"server {server.id} {tier}: {cache.used} bytes used, entries hold {held}, "
-                f"capacity {cache.capacity}",
+                f"{cache.reserved} reserved, capacity {cache.capacity}",
             )
         for model in sim.config.models:
             if (model in cache) != (server.id in sim.cluster.holders(model, tier)):
@@ -122,6 +124,30 @@ def _check_pipelined(sim: "Simulation", server) -> None:
     for i in server.instances:
         if i.pipelined is not None and i.pipelined[1] > i.ready_at * (1 + _SLACK):
             _fail(sim, f"instance {i.id}: effective ready {i.pipelined[1]} after {i.ready_at}")
+
+
+def _check_sleeping(sim: "Simulation", server) -> None:
+    """Sleeping engines hold no GPU and no request, their kept GPU memory fits the room
+    left for them, and level 1's weights are what the DRAM reserves."""
+    sleepers = sim.sleepers
+    if sleepers is None:
+        if server.sleeping or server.dram.reserved:
+            _fail(sim, f"server {server.id}: engines asleep with sleeping off")
+        return
+    kept = weights = 0
+    for i in server.sleeping:
+        if i.state != SLEEPING or i in server.instances or i.occupancy:
+            _fail(sim, f"server {server.id}: instance {i.id} asleep but {i.state}, on GPUs")
+        if i not in sleepers.asleep[i.model.name]:
+            _fail(sim, f"server {server.id}: instance {i.id} asleep but not indexed")
+        kept += sleepers.kept(i)
+        spec = sim.config.sleep_of(i.model.name)
+        weights += i.model.weights if spec is not None and spec.level == 1 else 0
+    room = server.gpus * sleepers.room[server.group_index]
+    if kept != server.sleep_memory or kept > room:
+        _fail(sim, f"server {server.id}: sleeping engines keep {kept} B ({room} B allowed)")
+    if weights != server.dram.reserved:
+        _fail(sim, f"server {server.id}: DRAM reserves {server.dram.reserved} B for {weights}")
 
 
 def _check_cores(sim: "Simulation", server) -> None:
@@ -194,5 +220,6 @@ def check_outcome(sim: "Simulation") -> None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:
         busy = server.links.active or server.links.planned
-        if server.instances or busy or server.cores.active or server.cores.planned:
+        busy = busy or server.cores.active or server.cores.planned or server.sleeping
+        if server.instances or busy:
             _fail(sim, f"server {server.id} still runs instances or loads at the end")

@@ -1,7 +1,7 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
-included), the catalog, the start-up engines, the trace, the keep-alive (its length and
-its policy, pre-warming included), the queue
-discipline and the policy, the books hold after every event (`--check`) and a fixed seed
+included), the catalog, the start-up engines (executing while loading or not), the trace,
+the keep-alive (its length and its policy, pre-warming and sleeping engines included), the
+queue discipline and the policy, the books hold after every event (`--check`) and a fixed seed
 gives identical results."""
 
 import pandas as pd
@@ -51,7 +51,13 @@ def clusters(draw):
     servers = sum(g["count"] for g in server_groups)
     engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
-    text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
+    keep_alive = draw(st.sampled_from(KEEP_ALIVES))
+    if draw(st.booleans()):  # sleeping engines, for up to 0.5 or 30 s
+        sleep_s = draw(st.sampled_from([0.5, 30.0]))
+        keep_alive += f"{',' if ':' in keep_alive else ':'}sleep={sleep_s}"
+        level, memory = draw(st.sampled_from([1, 2])), draw(st.sampled_from(["1GiB", "40GiB"]))
+        text += f'sleep = {{level = {level}, gpu_memory = "{memory}"}}\n'
+    text += f'keep_alive = "{keep_alive}"\n'
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
+from sim.cache import CheckpointCache
 from sim.common.errors import InputError
 from sim.config import read_config
+from sim.invariants import InvariantError
 from sim.results.summary import scheduling_figures, summarize
 from tests.conftest import TINY, simulate
 
@@ -102,3 +104,9 @@ def test_bad_sleep_settings_are_refused_naming_the_key(tmp_path, head, message):
     path.write_text(head + TINY.format(**fields))
     with pytest.raises(InputError, match=message):
         read_config(path)
+
+
+def test_the_audit_catches_dram_left_reserved_by_a_wake(tmp_path, monkeypatch):
+    monkeypatch.setattr(CheckpointCache, "release", lambda self, size: None)
+    with pytest.raises(InvariantError, match="DRAM reserves"):
+        simulate(config(tmp_path), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)], check=True)
