@@ -11,8 +11,9 @@ engines spread evenly over the GPUs; the simulator does not track which GPU is w
 Level 1 also keeps the weights in the server's DRAM (reserved in its DRAM cache, evicting
 cached checkpoints as a load would); an engine that finds no room stops instead.
 
-Waking takes GPUs as a start does (free ones, then idle instances', stopped oldest idle
-first) and lasts, at level 1, the host-to-GPU copy of the weights over the instance's
+Waking takes free GPUs, then those of idle instances, oldest idle first, each put to
+sleep in turn if it can (a swap: the wake waits for a level-1 engine's weights to cross to
+DRAM over its PCIe lanes) or stopped as a start would; it then lasts, at level 1, the host-to-GPU copy of the weights over the instance's
 own PCIe lanes (weights / (gpus x pcie)); at level 2, a reload from the fastest tier that
 holds the checkpoint, sharing the server's links as a cold start's load does. Asleep, an
 engine is charged GPU-seconds for the share of its GPUs' memory it keeps.
@@ -22,11 +23,12 @@ from collections.abc import Callable
 
 from sim.clock import Clock, Timer
 from sim.cluster import Cluster
-from sim.common.stages import LOAD, Stage
+from sim.common.stages import FIXED, LOAD, Stage
 from sim.common.tiers import Tier
 from sim.config import ClusterConfig
 from sim.instance import SLEEPING, STOPPED, Instance
 from sim.loading import CheckpointLoad
+from sim.server import Server
 from sim.startup import Startup
 
 RELOAD = ((Stage("load", LOAD),),)  # a level-2 wake: the load alone
@@ -100,18 +102,40 @@ class Sleepers:
         self.asleep[instance.model.name].pop(instance).cancel()
         self._end(instance, "woken")
         level = self._level(instance)
+        server, model = self._cluster.servers[instance.server], instance.model
+        swap_s = self._swap(server, model.gpus)
         self._cluster.place(instance)
         instance.wake()
         self.wakes[level] += 1
-        server, model = self._cluster.servers[instance.server], instance.model
         if level == 1:
             instance.tier = Tier.DRAM
-            copy_s = model.weights / (model.gpus * server.group.pcie)
-            self._clock.call_in(copy_s, instance.ready)
+            self._clock.call_in(swap_s + self._copy_s(instance), instance.ready)
         else:
             load = CheckpointLoad(server, model, model.gpus)
             instance.tier = load.tier
-            Startup(self._clock, server, load, RELOAD, instance.ready).begin()
+            steps = ((Stage("swap", FIXED, swap_s),), *RELOAD) if swap_s else RELOAD
+            Startup(self._clock, server, load, steps, instance.ready).begin()
+
+    def _copy_s(self, instance: Instance) -> float:
+        """A level-1 engine's weights crossing its own PCIe lanes, either way."""
+        pcie = self._cluster.servers[instance.server].group.pcie
+        return instance.model.weights / (instance.model.gpus * pcie)
+
+    def _swap(self, server: Server, gpus: int) -> float:
+        """Put idle instances of `server` to sleep, oldest idle first, while a wake lacks
+        free GPUs and they can sleep: seconds until their weights are off the GPUs (level
+        1 copies them to DRAM; level 2 discards them at once). Those that cannot sleep the
+        wake stops as a start does."""
+        swap_s = 0.0
+        while server.free_gpus < gpus and server.idle:
+            victim = self._cluster.victim(server)
+            victim.keep_alive.cancel()
+            victim.keep_alive = None
+            if not self.try_sleep(victim):
+                self._cluster.stop(victim, "reclaimed")
+            elif self._level(victim) == 1:
+                swap_s += self._copy_s(victim)
+        return swap_s
 
     def _end(self, instance: Instance, why: str) -> None:
         """`instance`'s sleep ends: it wakes, or it stops (`expired`, or `running` when a

@@ -54,16 +54,18 @@ def test_a_level_2_engine_reloads_from_the_fastest_tier(tmp_path):
     assert list(sim.cluster.log.frame()["tier"])[:3] == ["ssd", "ssd", "dram"]
 
 
-def test_a_sleeping_engine_frees_its_gpu_and_wakes_once_it_is_free_again(tmp_path):
+def test_a_sleeping_engine_frees_its_gpu_and_wakes_by_swapping_once_it_is_idle(tmp_path):
     # One GPU. a sleeps at 14.5; b starts on the freed GPU at 15 (ready 21, busy until
-    # 21 + 2 = 23 prefilling); a request for a at 22 waits for the GPU: b idles at 23, its
-    # GPU is reclaimed for a's wake (23 -> 24), a's prefill ends at 24.5: TTFT 2.5.
+    # 21 + 2 = 23 prefilling); a request for a at 22 waits for the GPU. At 23 b idles and
+    # the wake swaps it out: b's weights to DRAM (1 s), then a's back (1 s): a is ready at
+    # 25 and its prefill ends at 25.5, TTFT 3.5. b sleeps from 23 on.
     rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
     sim = simulate(config(tmp_path, gpus=1), rows, check=True)
-    assert list(sim.table.ttft_s) == [6.5, 8.0, 2.5]
+    assert list(sim.table.ttft_s) == [6.5, 8.0, 3.5]
     assert sim.sleepers.wakes[1] == 1
-    ends = sim.cluster.log.frame().set_index(["instance", "allocated_s"])["end"]
-    assert ends[1, 15.0] == "reclaimed"
+    log = sim.cluster.log.frame()
+    b = log[log["instance"] == 1]
+    assert list(zip(b["ended_s"], b["end"], strict=True)) == [(23.0, "asleep"), (123.0, "expired")]
 
 
 def test_an_engine_that_would_keep_too_much_gpu_memory_stops_instead(tmp_path):
