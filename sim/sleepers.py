@@ -13,10 +13,13 @@ cached checkpoints as a load would); an engine that finds no room stops instead.
 
 Waking takes free GPUs, then those of idle instances, oldest idle first, each put to
 sleep in turn if it can (a swap: the wake waits for a level-1 engine's weights to cross to
-DRAM over its PCIe lanes) or stopped as a start would; it then lasts, at level 1, the host-to-GPU copy of the weights over the instance's
-own PCIe lanes (weights / (gpus x pcie)); at level 2, a reload from the fastest tier that
-holds the checkpoint, sharing the server's links as a cold start's load does. Asleep, an
-engine is charged GPU-seconds for the share of its GPUs' memory it keeps.
+DRAM over its PCIe lanes) or stopped as a start would. It then lasts, at level 1, the
+host-to-GPU copy of the weights over the instance's own PCIe lanes (weights / (gpus x
+pcie)); at level 2, a reload from the fastest tier that holds the checkpoint, sharing the
+server's links as a cold start's load does. Falling asleep by keep-alive is instant (no
+one waits for those GPUs). Asleep, an engine is charged GPU-seconds for the share of its
+GPUs' memory it keeps. Requests join a sleeping engine of their model (waking it) after
+warm and starting instances, before any new start.
 """
 
 from collections.abc import Callable

@@ -95,7 +95,7 @@ def test_the_summary_counts_wakes(tmp_path):
         ('keep_alive = "fixed:sleep=5"\n', "keep_alive: 'fixed:sleep=5' lets instances sleep"),
         ('sleep = {level = 3, gpu_memory = "1GiB"}\n', r"sleep\.level: expected 1 or 2"),
         ('sleep = {level = 1, gpu_memory = "-1GiB"}\n', r"sleep\.gpu_memory"),
-        ('sleep = {level = 1}\n', r"sleep\.gpu_memory: missing"),
+        ("sleep = {level = 1}\n", r"sleep\.gpu_memory: missing"),
         ('keep_alive = "fixed:sleep=-1"\n', r"keep_alive: sleep: expected a number"),
     ],
 )
