@@ -173,10 +173,10 @@ class Simulation:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
         if self.sleepers is not None:  # wake a sleeping engine of the model if one can
-            instance = self.sleepers.wake_for(model, self.queue.view(i).can_start)
-            if instance is not None:
+            woken = self.sleepers.wake_for(model, self.queue.view(i).can_start)
+            if woken is not None:
                 self._demand(model)
-                self._join(i, instance, instance.tier)
+                self._join(i, woken[0], woken[0].tier, woken[1])
                 return True
         t = self.table
         request = Request(

@@ -91,17 +91,20 @@ class Sleepers:
         self.asleep[instance.model.name][instance] = timer
         return True
 
-    def wake_for(self, model: str, can_start: Callable[[int, str], bool]) -> Instance | None:
-        """Wake the oldest sleeping engine of `model` whose server can take it now."""
+    def wake_for(
+        self, model: str, can_start: Callable[[int, str], bool]
+    ) -> tuple[Instance, float] | None:
+        """Wake the oldest sleeping engine of `model` whose server can take it now: it,
+        and the seconds until it is ready as estimated now (exact at level 1; at level 2
+        the reload's, as `startup-aware` prices a load)."""
         for k, instance in enumerate(self.asleep[model]):
             if k == PROBES:
                 return None
             if can_start(instance.server, model):
-                self._wake(instance)
-                return instance
+                return instance, self._wake(instance)
         return None
 
-    def _wake(self, instance: Instance) -> None:
+    def _wake(self, instance: Instance) -> float:
         self.asleep[instance.model.name].pop(instance).cancel()
         self._end(instance, "woken")
         level = self._level(instance)
@@ -113,11 +116,13 @@ class Sleepers:
         if level == 1:
             instance.tier = Tier.DRAM
             self._clock.call_in(swap_s + self._copy_s(instance), instance.ready)
-        else:
-            load = CheckpointLoad(server, model, model.gpus)
-            instance.tier = load.tier
-            steps = ((Stage("swap", FIXED, swap_s),), *RELOAD) if swap_s else RELOAD
-            Startup(self._clock, server, load, steps, instance.ready).begin()
+            return swap_s + self._copy_s(instance)
+        load = CheckpointLoad(server, model, model.gpus)
+        instance.tier = load.tier
+        estimate = swap_s + self._cluster.load_s(server.id, model.name, swap_s)
+        steps = ((Stage("swap", FIXED, swap_s),), *RELOAD) if swap_s else RELOAD
+        Startup(self._clock, server, load, steps, instance.ready).begin()
+        return estimate
 
     def _copy_s(self, instance: Instance) -> float:
         """A level-1 engine's weights crossing its own PCIe lanes, either way."""

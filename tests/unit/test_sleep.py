@@ -30,6 +30,7 @@ def test_a_level_1_engine_sleeps_after_its_keep_alive_and_wakes_over_pcie(tmp_pa
     # A cold start from DRAM would take 2 + 1 s; the remote one took 6 s.
     sim = simulate(config(tmp_path), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)], check=True)
     assert list(sim.table.ttft_s) == [6.5, 1.5]
+    assert sim.table.estimate_s[1] == sim.table.startup_s[1] == 1.0  # the wake, priced
     assert sim.sleepers.wakes == {1: 1, 2: 0}
     assert sum(sim.loads_by_tier.values()) == 1  # a wake is not a cold start
     # Asleep 14.5 -> 20 and 29.5 -> 129.5 (then stopped), keeping 1/8 of one GPU.
@@ -50,6 +51,7 @@ def test_a_level_2_engine_reloads_from_the_fastest_tier(tmp_path):
         config(tmp_path, level=2, ssd_a="[0]"), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)]
     )
     assert list(sim.table.ttft_s) == [4.5, 1.5]
+    assert sim.table.estimate_s[1] == sim.table.startup_s[1] == 1.0
     assert sim.sleepers.wakes == {1: 0, 2: 1}
     assert list(sim.cluster.log.frame()["tier"])[:3] == ["ssd", "ssd", "dram"]
 
@@ -62,6 +64,7 @@ def test_a_sleeping_engine_frees_its_gpu_and_wakes_by_swapping_once_it_is_idle(t
     rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
     sim = simulate(config(tmp_path, gpus=1), rows, check=True)
     assert list(sim.table.ttft_s) == [6.5, 8.0, 3.5]
+    assert sim.table.estimate_s[2] == 2.0  # the swap's offload, then the copy
     assert sim.sleepers.wakes[1] == 1
     log = sim.cluster.log.frame()
     b = log[log["instance"] == 1]
