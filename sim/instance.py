@@ -39,6 +39,7 @@ from sim.overlap import first_token_at
 STARTING, LOADING, WARM, STOPPED = "starting", "loading", "warm", "stopped"
 SLEEPING = "sleeping"  # off its GPUs, its engine kept (`sim.sleepers`)
 STARTING_ROOM = -1  # `room_key` of a starting or loading instance with room
+_NO_ROOM = frozenset((STOPPED, SLEEPING))  # states that take no request
 
 
 class InstanceEvents(Protocol):
@@ -139,9 +140,7 @@ class Instance:
     def room_key(self) -> int | None:
         """Where a join would file it: its load if warm with room, STARTING_ROOM if
         starting with room, None if it has no room (inlined: it runs twice a request)."""
-        if self.state == STOPPED or self._reserved or self._migrating or self._fenced:
-            return None
-        if self.state == SLEEPING:
+        if self.state in _NO_ROOM or self._reserved or self._migrating or self._fenced:
             return None
         load = len(self._prefill) + len(self._decoding)
         if load >= self.model.max_batch:

@@ -136,9 +136,7 @@ class Sleepers:
         wake stops as a start does."""
         swap_s = 0.0
         while server.free_gpus < gpus and server.idle:
-            victim = self._cluster.victim(server)
-            victim.keep_alive.cancel()
-            victim.keep_alive = None
+            victim = self._cluster.victim(server)  # its keep-alive timer ends with it
             if not self.try_sleep(victim):
                 self._cluster.stop(victim, "reclaimed")
             elif self._level(victim) == 1:
