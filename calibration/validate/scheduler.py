@@ -38,7 +38,7 @@ LEAD_S = 1.0  # the first arrival's distance from the start, for the loop to set
 
 @dataclass(eq=False)
 class Instance:
-    """A real instance process, as the scheduler tracks it (`load`: requests it holds)."""
+    """A real instance process, as the scheduler tracks it (`occupancy`: requests it holds)."""
 
     id: int
     model: str
@@ -46,7 +46,7 @@ class Instance:
     tier: str
     process: subprocess.Popen
     state: str = STARTING
-    load: int = 0
+    occupancy: int = 0
     idle_epoch: int = 0  # bumped on every idle spell, so a stale keep-alive is ignored
 
     def send(self, command: dict) -> None:
