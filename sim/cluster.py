@@ -18,6 +18,7 @@ from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
 from sim.loading import LINKS, fastest_tier
+from sim.overlap import hidden_s
 from sim.peer import PeerTier
 from sim.results.instance_log import InstanceLog
 from sim.server import Server
@@ -160,6 +161,12 @@ class Cluster:
                 return peer_s
         links = LINKS[fastest_tier(s, model)]
         return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
+
+    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+        if not self._config.pipelined(model):
+            return 0.0
+        spec = self.models[model]
+        return hidden_s(spec.prefill_s(tokens), spec.layers)
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         flows = [(work, CORES, 1.0) for work in cpu_seconds]

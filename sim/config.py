@@ -20,11 +20,15 @@ from sim.common.errors import InputError
 from sim.common.stages import CPU, FIXED, LOAD, Stage, Step, default_steps
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
-from sim.keep_alive import check_keep_alive
+from sim.keep_alive import check_keep_alive, make_keep_alive
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
+from sim.sleep_spec import SleepSpec, parse_sleep
 
+# A model's transformer layers when its catalog entry states none: Llama-2-7B's and
+# OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
+DEFAULT_LAYERS = 32
 # A model's TTFT service-level objective when its catalog entry states none: a round
 # figure, the order of a cold start from SSD of the default catalog's larger models.
 DEFAULT_TTFT_SLO_S = 10.0
@@ -70,6 +74,7 @@ class ModelSpec:
     prefill_fixed_s: float = 0.0  # per forward pass, beside the per-token rate
     prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
     engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
+    layers: int = DEFAULT_LAYERS  # the granularity of execute-while-load (`sim.overlap`)
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""
@@ -109,6 +114,22 @@ class ClusterConfig:
     keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
     peer_loading: bool = False  # load from warm instances' GPUs (docs/peer-loading.md)
+    # Engines whose first prefill runs behind the load (`execute_while_load`, `sim.overlap`).
+    overlapped: frozenset[str] = frozenset()
+    # How engines sleep (`sim.sleep_spec`): by engine name, "" for the top-level table.
+    sleep: dict[str, SleepSpec] | None = None
+
+    def sleep_of(self, model: str) -> SleepSpec | None:
+        """How an instance of `model` sleeps: its engine's table, else the top-level one."""
+        if not self.sleep:
+            return None
+        engine = self.models[model].engine
+        return self.sleep.get(engine) if engine in self.sleep else self.sleep.get("")
+
+    def pipelined(self, model: str) -> bool:
+        """Whether the prefill of the request that starts an instance of `model` runs
+        layer by layer behind its checkpoint load."""
+        return self.models[model].engine in self.overlapped
 
     def steps(self, model: str) -> tuple[Step, ...]:
         """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
@@ -256,6 +277,7 @@ _MODEL: dict[str, Parser] = {
     "ttft_slo_s": _positive,
     "prefill_fixed_s": _non_negative,
     "prefill_waits_for_step": _flag,
+    "layers": _integers(bounds.LAYERS),
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
@@ -265,11 +287,14 @@ _MODEL_DEFAULTS = {
     "ttft_slo_s": DEFAULT_TTFT_SLO_S,
     "prefill_fixed_s": 0.0,
     "prefill_waits_for_step": False,
+    "layers": DEFAULT_LAYERS,
 }
 
 
 # Tables whose keys the user overrides one by one.
 _SECTIONS = ("workload", "migration")
+# The other keys a cluster file may have.
+_OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
 
 
 def _table(value: Any, key: str) -> dict:
@@ -297,15 +322,14 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile", _PEER):
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, peer_loading, workload, migration, servers, models, engines, profile)"
+                "queue, peer_loading, sleep, workload, migration, servers, models, engines, "
+                "profile)"
             )
-    merged = {
-        **default,
-        **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile", _PEER)},
-    }
+    taken = (*_TOP, "engines", "profile", "sleep", _PEER)  # as the user gives them
+    merged = {**default, **{k: v for k, v in user.items() if k in taken}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -347,7 +371,14 @@ def _build(table: dict) -> ClusterConfig:
         )
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
-    engines = _engines(_table(table.get("engines", {}), "engines"))
+    engines, overlapped, sleep = _engines(_table(table.get("engines", {}), "engines"))
+    if "sleep" in table:
+        sleep[""] = parse_sleep(table["sleep"], "sleep")
+    if make_keep_alive(top["keep_alive"], 0.0).sleep_s and not sleep:
+        raise InputError(
+            f"keep_alive: {top['keep_alive']!r} lets instances sleep; that needs a sleep "
+            "table {level, gpu_memory}, at the top or in an engine"
+        )
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
@@ -374,6 +405,8 @@ def _build(table: dict) -> ClusterConfig:
     }
     if "engines" in table:
         resolved["engines"] = table["engines"]
+    if "sleep" in table:
+        resolved["sleep"] = table["sleep"]
     if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
         resolved["profile"] = _table(table["profile"], "profile")
     return ClusterConfig(
@@ -388,6 +421,8 @@ def _build(table: dict) -> ClusterConfig:
         keep_alive=top["keep_alive"],
         engines=engines or None,
         peer_loading=peer,
+        overlapped=overlapped,
+        sleep=sleep or None,
     )
 
 
@@ -417,15 +452,22 @@ def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
     return _parse_fields(raw, dict.fromkeys(_PEER_LINKS, _bandwidth), where)
 
 
-def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
-    """Each engine's start-up steps; errors name the engine, the entry and the key."""
+def _engines(
+    raw: dict,
+) -> tuple[dict[str, tuple[Step, ...]], frozenset[str], dict[str, SleepSpec]]:
+    """Each engine's start-up steps, those that execute while loading, and how those with
+    a `sleep` table sleep; errors name the engine, the entry and the key."""
     engines = {}
+    overlapped = set()
+    sleep = {}
     for name, engine in raw.items():
         where = f"engines.{name}"
         engine = _table(engine, where)
         for key in engine:
-            if key != "stages":
-                raise InputError(f"{where}.{key}: unknown key (expected stages)")
+            if key not in ("stages", "execute_while_load", "sleep"):
+                raise InputError(
+                    f"{where}.{key}: unknown key (expected stages, execute_while_load, sleep)"
+                )
         entries = engine.get("stages")
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{where}.stages: expected a non-empty list of stages")
@@ -447,7 +489,25 @@ def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
         if sum(stage.kind == LOAD for stage in stages) != 1:
             raise InputError(f'{where}.stages: expected exactly one {{name = "load"}} stage')
         engines[name] = tuple(steps)
-    return engines
+        if _execute_while_load(engine, where, steps[-1]):
+            overlapped.add(name)
+        if "sleep" in engine:
+            sleep[name] = parse_sleep(engine["sleep"], f"{where}.sleep")
+    return engines, frozenset(overlapped), sleep
+
+
+def _execute_while_load(engine: dict, where: str, last: Step) -> bool:
+    """The engine's `execute_while_load` switch; the prefill can only pipeline behind a
+    load that is the start-up's last step, alone (the engine is ready when it ends)."""
+    try:
+        on = _flag(engine.get("execute_while_load", False))
+    except ValueError as err:
+        raise InputError(f"{where}.execute_while_load: {err}") from None
+    if on and (len(last) != 1 or last[0].kind != LOAD):
+        raise InputError(
+            f"{where}.execute_while_load: needs the load alone as the last step of stages"
+        )
+    return on
 
 
 def _stage(raw: Any, where: str) -> Stage:

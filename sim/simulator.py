@@ -42,6 +42,7 @@ from sim.peer import PeerLoad
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
+from sim.sleepers import Sleepers
 from sim.startup import Startup
 
 
@@ -82,6 +83,10 @@ class Simulation:
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
+        # Sleeping engines (`sim.sleepers`), when the keep-alive lets instances sleep.
+        self.sleepers: Sleepers | None = None
+        if self.keep_alive.sleep_s:
+            self.sleepers = Sleepers(config, self.cluster, self.clock, self.keep_alive.sleep_s)
         # The `keep_alive` of an idle instance kept until its GPUs are needed: never fires.
         self._until_needed = Timer(self.clock, self._expire, ())
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
@@ -126,6 +131,8 @@ class Simulation:
             self.stopped_at = until
             self.table.time_out_pending()
             self.cluster.charge_running({i: h.pledged for i, h in self._held.items()})
+            if self.sleepers is not None:
+                self.sleepers.cut_short()
         check_outcome(self)
 
     def _stop_kept_until_needed(self) -> None:
@@ -169,6 +176,12 @@ class Simulation:
         if instance is not None:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
+        if self.sleepers is not None:  # wake a sleeping engine of the model if one can
+            woken = self.sleepers.wake_for(model, self.queue.view(i).can_start)
+            if woken is not None:
+                self._demand(model)
+                self._join(i, woken[0], woken[0].tier, woken[1])
+                return True
         t = self.table
         request = Request(
             i,
@@ -186,7 +199,7 @@ class Simulation:
         for victim in decision.preempt:
             self._preempt(self._movable(decision.server, victim))
         leaving = [self._movable(decision.server, move.instance) for move in decision.migrate]
-        instance = self._launch(model, decision.server, leaving)
+        instance = self._launch(model, decision.server, leaving, pipelined=True)
         for move, source in zip(decision.migrate, leaving, strict=True):
             self._migrate(source, move.destination, instance)
         self._demand(model)
@@ -229,16 +242,23 @@ class Simulation:
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
         peer: bool = True,
+        pipelined: bool = False,
     ) -> Instance:
         """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
         then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
         they have all left. Without `peer`, the load is from the tiers, never a peer's GPUs.
+        `pipelined`: a request starts it, whose prefill runs behind the load if the model's
+        engine executes while loading (`sim.overlap`) and the load is from a tier (a
+        chain's progress is not tracked).
         """
         spec = self.config.models[model]
         host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
         load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
+        tracked = isinstance(load, CheckpointLoad)
+        if pipelined and tracked and self.config.pipelined(model):
+            load.progress = []
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         if isinstance(load, PeerLoad):
             load.receiver = instance
@@ -250,7 +270,7 @@ class Simulation:
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
-            instance.ready()
+            instance.ready(load.progress if tracked else None)
             if on_ready is not None:
                 on_ready()
 
@@ -317,7 +337,10 @@ class Simulation:
     # --- what instances report ---
 
     def first_token(self, instance: Instance, request: int) -> None:
-        self.table.first_token(request, self.clock.now, instance.ready_at)
+        ready_at = instance.ready_at
+        if instance.pipelined is not None and instance.pipelined[0] == request:
+            ready_at = instance.pipelined[1]  # the load hid part of its prefill
+        self.table.first_token(request, self.clock.now, ready_at)
 
     def room_changed(self, instance: Instance) -> None:
         self._rooms[instance.model.name].update(instance)
@@ -356,7 +379,8 @@ class Simulation:
 
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
-        self.cluster.stop(instance, "expired")
+        if self.sleepers is None or not self.sleepers.try_sleep(instance):
+            self.cluster.stop(instance, "expired")
 
     # --- pre-warming ---
 

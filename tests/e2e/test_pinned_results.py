@@ -67,3 +67,6 @@ def test_a_fixed_seed_run_gives_the_pinned_results(workload, policy):
     assert got[2:5] == want[2:5]
     assert got[:2] == pytest.approx(want[:2], rel=1e-9)
     assert got[5] == pytest.approx(want[5], rel=1e-9)
+    # Execute-while-load and sleeping engines are off: nothing pipelined, nothing asleep.
+    assert sim.sleepers is None and not sim.config.overlapped
+    assert sim.cluster.log.frame()["asleep"].sum() == 0

@@ -1,7 +1,8 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
-included), the catalog, the start-up engines, the trace, the keep-alive (its length and
-its policy, pre-warming included), peer loading on or off (its links too), the queue
-discipline and the policy, the books hold after every event (`--check`) and a fixed seed
+included), the catalog, the start-up engines (executing while loading or not), the trace,
+the keep-alive (its length and its policy, pre-warming and sleeping engines included), peer
+loading on or off (its links too), the queue discipline and the policy, the books hold
+after every event (`--check`) and a fixed seed
 gives identical results."""
 
 import pandas as pd
@@ -53,7 +54,13 @@ def clusters(draw):
     servers = sum(g["count"] for g in server_groups)
     engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
-    text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
+    keep_alive = draw(st.sampled_from(KEEP_ALIVES))
+    if draw(st.booleans()):  # sleeping engines, for up to 0.5 or 30 s
+        sleep_s = draw(st.sampled_from([0.5, 30.0]))
+        keep_alive += f"{',' if ':' in keep_alive else ':'}sleep={sleep_s}"
+        level, memory = draw(st.sampled_from([1, 2])), draw(st.sampled_from(["1GiB", "40GiB"]))
+        text += f'sleep = {{level = {level}, gpu_memory = "{memory}"}}\n'
+    text += f'keep_alive = "{keep_alive}"\n'
     peer = draw(st.booleans())
     text += f"peer_loading = {str(peer).lower()}\n"
     for i, g in enumerate(server_groups):
@@ -79,11 +86,14 @@ def clusters(draw):
             f"ttft_slo_s = {draw(st.sampled_from([1.0, 10.0, 100.0]))}\n"
             f"prefill_fixed_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
             f"prefill_waits_for_step = {str(draw(st.booleans())).lower()}\n"
+            f"layers = {draw(st.sampled_from([1, 4, 32]))}\n"
         )
         if engines and draw(st.booleans()):
             text += f'engine = "e{draw(st.integers(0, len(engines) - 1))}"\n'
     for e, stages in enumerate(engines):
         text += f"[engines.e{e}]\nstages = [{', '.join(stages)}]\n"
+        if stages[-1] == '{name = "load"}' and draw(st.booleans()):  # the load last, alone
+            text += "execute_while_load = true\n"
     return text
 
 
