@@ -87,7 +87,7 @@ def settings_table(table: pd.DataFrame, slo: pd.DataFrame, slo_s: float) -> pd.D
     means = table[by].join(table[columns].astype(float)).groupby(by, sort=False).mean()
     loads = means[load_columns].to_numpy()
     out["GPU-s / request"] = [f"{x:.1f}" for x in means["gpu_s_per_request"]]
-    out["loads dram/ssd/remote"] = ["/".join(f"{x:.0f}" for x in row) for row in loads]
+    out["loads dram/ssd/remote/peer"] = ["/".join(f"{x:.0f}" for x in row) for row in loads]
     out["migrations"] = [f"{x:.0f}" for x in means["migrations"]]
     out["migration pause p99 (s)"] = [
         "-" if pd.isna(x) else f"{x:.3f}" for x in means["migration_pause_p99_s"]

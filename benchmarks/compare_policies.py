@@ -34,7 +34,7 @@ def main() -> None:
     p99 = {p: [r["ttft_p99_s"] for r in runs] for p, runs in results.items()}
     best = [min(policies, key=lambda p, s=s: p99[p][s]) for s in range(args.seeds)]
     print(f"{args.seeds} seeds; medians over seeds")
-    print("| policy | TTFT p50 (s) | TTFT p90 (s) | TTFT p99 (s) | loads dram/ssd/remote "
+    print("| policy | TTFT p50 (s) | TTFT p90 (s) | TTFT p99 (s) | loads dram/ssd/remote/peer "
           "(mean) | migrations | preemptions | GPU-seconds | best p99 in |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for policy, runs in results.items():

@@ -2,17 +2,20 @@
 never fails on time.
 
     python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
-        [--policies locality,startup-aware] [--gpus 8] [--rate-per-server 0.5] [--json]
+        [--policies locality,startup-aware] [--gpus 8] [--rate-per-server 0.5] [--peer]
+        [--sleep] [--json]
 
 Each cell of the matrix (requests x servers x policy) runs in a fresh process, so peak
 memory is the cell's own. The workload: a synthetic trace (`traces.generate`: Poisson
 arrivals at `--rate-per-server` requests/s per server, so a bigger cluster sees
 proportionally more load; token lengths resampled from the bundled Azure LLM 2023 code
 trace; models by Zipf popularity over the default catalog), on the default cluster
-with `--servers` servers of `--gpus` GPUs. Printed per cell: simulated requests per
-wall second, events per request, and peak resident memory beyond the trace's own
-columns, per request; then, per policy and request count, the per-request cost at each
-cluster size relative to the smallest (flat is 1.0).
+with `--servers` servers of `--gpus` GPUs (`--peer`: with peer loading on, its default
+links, docs/peer-loading.md; `--sleep`: idle engines sleep at level 1, keeping 2 GiB a GPU,
+for up to 600 s after the keep-alive, docs/sleep-and-overlap.md). Printed per cell:
+simulated requests per wall second, events per request, and peak resident memory beyond
+the trace's own columns, per request; then, per policy and request count, the per-request
+cost at each cluster size relative to the smallest (flat is 1.0).
 """
 
 import argparse
@@ -31,6 +34,8 @@ from sim.config import read_config
 from sim.simulator import Simulation
 from traces.generate import synthesize
 
+SLEEP = 'level = 1, gpu_memory = "2GiB"'  # as benchmarks/mechanisms.py
+
 
 def peak_rss_bytes() -> int:
     """This process's peak resident memory (Linux: VmHWM)."""
@@ -40,11 +45,23 @@ def peak_rss_bytes() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def measure(requests: int, servers: int, gpus: int, policy: str, rate: float, seed: int) -> dict:
+def measure(
+    requests: int,
+    servers: int,
+    gpus: int,
+    policy: str,
+    rate: float,
+    seed: int,
+    peer: bool = False,
+    sleep: bool = False,
+) -> dict:
     """One cell, in this process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
-        path.write_text(f"[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
+        switch = "peer_loading = true\n" if peer else ""
+        if sleep:
+            switch += f'keep_alive = "fixed:sleep=600"\nsleep = {{ {SLEEP} }}\n'
+        path.write_text(f"{switch}[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
         config = read_config(path)
     trace = synthesize(
         np.random.default_rng(seed),
@@ -73,16 +90,20 @@ def measure(requests: int, servers: int, gpus: int, policy: str, rate: float, se
         "rss_growth_per_request_bytes": (peak - before) / requests,
         "ttft_p99_s": float(np.percentile(sim.table.ttft_s, 99)),
         "migrations": sim.migrations,
+        "loads_by_tier": {str(tier): n for tier, n in sim.loads_by_tier.items()},
+        "wakes": sum(sim.sleepers.wakes.values()) if sim.sleepers is not None else 0,
     }
 
 
-def measure_in_child(requests: int, servers: int, gpus: int, policy: str, rate: float) -> dict:
+def measure_in_child(
+    requests: int, servers: int, gpus: int, policy: str, rate: float, peer: bool, sleep: bool
+) -> dict:
     """One cell in a fresh interpreter, so its peak memory is its own."""
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
         "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
     )
-    args = json.dumps([requests, servers, gpus, policy, rate, 0])
+    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep])
     here = str(Path(__file__).parent)
     out = subprocess.run(
         [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
@@ -125,13 +146,23 @@ def main() -> None:
     parser.add_argument("--policies", default="locality,startup-aware")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--rate-per-server", type=float, default=0.5)
+    parser.add_argument("--peer", action="store_true", help="with peer loading on")
+    parser.add_argument("--sleep", action="store_true", help="with sleeping engines on")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     cells = []
     for policy in args.policies.split(","):
         for requests in args.requests:
             for servers in args.servers:
-                cell = measure_in_child(requests, servers, args.gpus, policy, args.rate_per_server)
+                cell = measure_in_child(
+                    requests,
+                    servers,
+                    args.gpus,
+                    policy,
+                    args.rate_per_server,
+                    args.peer,
+                    args.sleep,
+                )
                 cells.append(cell)
                 if not args.json:
                     print(

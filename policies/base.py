@@ -148,6 +148,12 @@ class ClusterView(Protocol):
         start-ups' CPU stages in flight and planned (assuming no others begin)."""
         ...
 
+    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+        """Seconds of the prefill of a `tokens`-token prompt that a new instance's load can
+        hide (execute-while-load, `sim.overlap`): all but its last layer; 0 if the model's
+        engine does not execute while loading."""
+        ...
+
     def running(self, server: int) -> list[Running]:
         """The busy warm instances on `server` that could be migrated or preempted."""
         ...

@@ -13,6 +13,11 @@ ready to prefill:
   loads its model, then the migration rounds run; the new instance starts once the last
   displaced instance has stopped.
 
+With execute-while-load (`sim.overlap`) the prefill of the request that starts the
+instance runs behind the load, which then delays its first token only by what it outlasts
+of the prefill's hidden part (`ClusterView.hidden_prefill_s`): the estimate is the
+effective startup, the first token's time less the whole prefill.
+
 The estimates assume nothing else happens meanwhile: no other load or CPU stage begins,
 each migrating instance keeps its decode batch, and (priced step by step) an earlier
 step's flows do not delay the others' flows that a later step meets. When that holds
@@ -26,12 +31,17 @@ from policies.base import ClusterView, Move, RoundCost, Running
 from sim.common.stages import CPU, FIXED, LOAD, Step
 
 
-def start_s(view: ClusterView, server: int, model: str, delay: float = 0.0) -> float:
-    """Seconds until an instance of `model` whose start begins in `delay` s is ready."""
+def start_s(
+    view: ClusterView, server: int, model: str, delay: float = 0.0, hidden_s: float = 0.0
+) -> float:
+    """Seconds until an instance of `model` whose start begins in `delay` s is ready; with
+    `hidden_s` of its first prefill pipelined behind the load (the last step), the
+    effective startup."""
+    steps = view.steps(model)
     t = delay
-    for step in view.steps(model):
+    for step in steps[:-1]:
         t += step_s(view, server, model, step, t)
-    return t
+    return t + max(step_s(view, server, model, steps[-1], t) - hidden_s, 0.0)
 
 
 def step_s(view: ClusterView, server: int, model: str, step: Step, delay: float) -> float:
@@ -79,9 +89,10 @@ def migration_start_s(
     model: str,
     leaving: tuple[Running, ...],
     moves: tuple[Move, ...],
+    hidden_s: float = 0.0,
 ) -> float:
     """Startup of `model` on `server` once the instances `leaving` have migrated away."""
     free_at = max(
         leaves_at_s(view, server, r, m.destination) for r, m in zip(leaving, moves, strict=True)
     )
-    return start_s(view, server, model, free_at)
+    return start_s(view, server, model, free_at, hidden_s)

@@ -11,7 +11,8 @@ migration (on a big cluster a popular checkpoint sits in hundreds of DRAM caches
 pricing them all made decisions grow with the cluster; finding those with room is a
 cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, in the
 cluster's candidate order (best fit first). Ties go to the lower server id. The chosen
-estimate is recorded.
+estimate is recorded. With execute-while-load, each estimate is the effective startup
+(the load hides most of the request's prefill).
 """
 
 from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
@@ -27,6 +28,7 @@ class StartupAware(Policy):
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
+        hidden = view.hidden_prefill_s(model, request.input_tokens)
         options: list[Start] = []
         holders: set[int] = set()
         for tier in CACHE_TIERS:
@@ -35,24 +37,27 @@ class StartupAware(Policy):
             ready = [s for s in tier_holders if view.can_start(s, model)]
             busy = [s for s in tier_holders if not view.can_start(s, model)]
             for s in ready[: self.HOLDER_PROBES]:
-                options.append(Start(s, start_s(view, s, model)))
+                options.append(Start(s, start_s(view, s, model, hidden_s=hidden)))
             for s in busy[: self.HOLDER_PROBES]:
-                options.extend(self._migration_option(view, s, model))
+                options.extend(self._migration_option(view, s, model, hidden))
         probed = 0
         for s in view.candidates(model):
             if probed == self.REMOTE_PROBES:
                 break
             if s not in holders:
-                options.append(Start(s, start_s(view, s, model)))
+                options.append(Start(s, start_s(view, s, model, hidden_s=hidden)))
                 probed += 1
         if not options:
             return Wait()
         return min(options, key=lambda o: (o.estimate_s, o.server))
 
     @staticmethod
-    def _migration_option(view: ClusterView, server: int, model: str) -> list[Start]:
+    def _migration_option(
+        view: ClusterView, server: int, model: str, hidden_s: float
+    ) -> list[Start]:
         found = cheapest_moves(view, server, model, first_round_cost(view, server))
         if found is None:
             return []
         leaving, moves = found
-        return [Start(server, migration_start_s(view, server, model, leaving, moves), moves)]
+        estimate = migration_start_s(view, server, model, leaving, moves, hidden_s)
+        return [Start(server, estimate, moves)]

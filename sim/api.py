@@ -13,7 +13,9 @@ import pandas as pd
 
 import traces
 from sim.common import seeds
+from sim.common.errors import InputError
 from sim.config import ClusterConfig, read_config
+from sim.keep_alive import make_keep_alive
 from sim.results.run_dir import write_run
 from sim.results.summary import summarize
 from sim.simulator import Simulation
@@ -73,7 +75,12 @@ def with_queue(config: ClusterConfig, queue: str) -> ClusterConfig:
 
 def with_keep_alive(config: ClusterConfig, keep_alive: str) -> ClusterConfig:
     """`config` under another keep-alive policy (`NAME[:params]`, already checked), its
-    written configuration saying so."""
+    written configuration saying so; one that lets instances sleep needs a sleep table."""
+    if make_keep_alive(keep_alive, config.keep_alive_s).sleep_s and not config.sleep:
+        raise InputError(
+            f"--keep-alive {keep_alive}: sleep= needs a sleep table {{level, gpu_memory}} "
+            "in the cluster file (docs/sleep-and-overlap.md)"
+        )
     resolved = {**config.resolved, "keep_alive": keep_alive}
     return replace(config, keep_alive=keep_alive, resolved=resolved)
 

@@ -1,8 +1,10 @@
 """A server's DRAM or SSD checkpoint cache: whole checkpoints, least recently used first out.
 
 Capacity is never exceeded, and a checkpoint that a load is reading from or writing into
-is pinned: eviction skips it. The cluster's index of "which servers hold model M in this
-tier" is kept in step through the `on_change` callback.
+is pinned: eviction skips it. Bytes may also be `reserve`d outside the cache (a sleeping
+engine's weights in DRAM, `sim.sleepers`): they count against its capacity. The cluster's
+index of "which servers hold model M in this tier" is kept in step through the
+`on_change` callback.
 """
 
 from collections import OrderedDict
@@ -13,6 +15,7 @@ class CheckpointCache:
     def __init__(self, capacity: int, on_change: Callable[[str, bool], None]) -> None:
         self.capacity = capacity
         self.used = 0
+        self.reserved = 0  # bytes held outside the cache's entries
         self._entries: OrderedDict[str, int] = OrderedDict()  # LRU first
         self._pins: dict[str, int] = {}
         self._on_change = on_change
@@ -46,15 +49,31 @@ class CheckpointCache:
         if model in self._entries:
             self.touch(model)
             return True
-        pinned = sum(self._entries[m] for m in self._pins if m in self._entries)
-        if size > self.capacity - pinned:
+        if not self._make_room(size):
             return False
-        for victim in [m for m in self._entries if m not in self._pins]:
-            if self.used + size <= self.capacity:
-                break
-            self.used -= self._entries.pop(victim)
-            self._on_change(victim, False)
         self._entries[model] = size
         self.used += size
         self._on_change(model, True)
+        return True
+
+    def reserve(self, size: int) -> bool:
+        """Hold `size` bytes outside the entries, evicting unpinned LRU entries if needed;
+        False, evicting nothing, if they cannot fit."""
+        if not self._make_room(size):
+            return False
+        self.reserved += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.reserved -= size
+
+    def _make_room(self, size: int) -> bool:
+        pinned = sum(self._entries[m] for m in self._pins if m in self._entries)
+        if size > self.capacity - pinned - self.reserved:
+            return False
+        for victim in [m for m in self._entries if m not in self._pins]:
+            if self.used + self.reserved + size <= self.capacity:
+                break
+            self.used -= self._entries.pop(victim)
+            self._on_change(victim, False)
         return True

@@ -18,6 +18,8 @@ from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
 from sim.loading import LINKS, fastest_tier
+from sim.overlap import hidden_s
+from sim.peer import PeerTier
 from sim.results.instance_log import InstanceLog
 from sim.server import Server
 from sim.startup import CORES
@@ -57,6 +59,7 @@ class Cluster:
             for name, spec in config.models.items()
         }
         self._steps = {name: config.steps(name) for name in config.models}
+        self.peer = PeerTier(clock, self.servers) if config.peer_loading else None
         self.gpu_seconds = 0.0
         # Of those: GPU time before instances were warm, and warm with no request.
         self.starting_gpu_seconds = 0.0
@@ -155,8 +158,18 @@ class Cluster:
 
     def load_s(self, server: int, model: str, delay: float) -> float:
         s, spec = self.servers[server], self.models[model]
+        if self.peer is not None:
+            peer_s = self.peer.load_s(s, spec, delay)
+            if peer_s is not None:
+                return peer_s
         links = LINKS[fastest_tier(s, model)]
         return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
+
+    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+        if not self._config.pipelined(model):
+            return 0.0
+        spec = self.models[model]
+        return hidden_s(spec.prefill_s(tokens), spec.layers)
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         flows = [(work, CORES, 1.0) for work in cpu_seconds]

@@ -20,11 +20,15 @@ from sim.common.errors import InputError
 from sim.common.stages import CPU, FIXED, LOAD, Stage, Step, default_steps
 from sim.common.toml_file import default_cluster, read_toml
 from sim.common.units import parse_bandwidth, parse_size
-from sim.keep_alive import check_keep_alive
+from sim.keep_alive import check_keep_alive, make_keep_alive
 from sim.profile import apply as apply_profile
 from sim.profile import read_profile
 from sim.queues import queue_names
+from sim.sleep_spec import SleepSpec, parse_sleep
 
+# A model's transformer layers when its catalog entry states none: Llama-2-7B's and
+# OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
+DEFAULT_LAYERS = 32
 # A model's TTFT service-level objective when its catalog entry states none: a round
 # figure, the order of a cold start from SSD of the default catalog's larger models.
 DEFAULT_TTFT_SLO_S = 10.0
@@ -45,6 +49,10 @@ class ServerGroup:
     pcie: float
     host_cores: int  # CPU cores the CPU-bound start-up stages share (fluid)
     servers_per_host: int = 1  # consecutive servers whose start-ups share one host's cores
+    # Peer loading only (docs/peer-loading.md): GPU-to-GPU per GPU, and the server's NIC on
+    # the compute network (not the storage `network`); 0 while peer loading is off.
+    gpu_link: float = 0.0
+    compute_network: float = 0.0
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""
@@ -67,6 +75,7 @@ class ModelSpec:
     prefill_fixed_s: float = 0.0  # per forward pass, beside the per-token rate
     prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
     engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
+    layers: int = DEFAULT_LAYERS  # the granularity of execute-while-load (`sim.overlap`)
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""
@@ -105,6 +114,23 @@ class ClusterConfig:
     queue: str = "fifo"  # the queue discipline (`sim.queues`)
     keep_alive: str = "fixed"  # the keep-alive policy, NAME[:params] (`sim.keep_alive`)
     engines: dict[str, tuple[Step, ...]] | None = None  # start-up steps by engine name
+    peer_loading: bool = False  # load from warm instances' GPUs (docs/peer-loading.md)
+    # Engines whose first prefill runs behind the load (`execute_while_load`, `sim.overlap`).
+    overlapped: frozenset[str] = frozenset()
+    # How engines sleep (`sim.sleep_spec`): by engine name, "" for the top-level table.
+    sleep: dict[str, SleepSpec] | None = None
+
+    def sleep_of(self, model: str) -> SleepSpec | None:
+        """How an instance of `model` sleeps: its engine's table, else the top-level one."""
+        if not self.sleep:
+            return None
+        engine = self.models[model].engine
+        return self.sleep.get(engine) if engine in self.sleep else self.sleep.get("")
+
+    def pipelined(self, model: str) -> bool:
+        """Whether the prefill of the request that starts an instance of `model` runs
+        layer by layer behind its checkpoint load."""
+        return self.models[model].engine in self.overlapped
 
     def steps(self, model: str) -> tuple[Step, ...]:
         """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
@@ -253,6 +279,7 @@ _MODEL: dict[str, Parser] = {
     "ttft_slo_s": _positive,
     "prefill_fixed_s": _non_negative,
     "prefill_waits_for_step": _flag,
+    "layers": _integers(bounds.LAYERS),
 }
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
@@ -262,11 +289,14 @@ _MODEL_DEFAULTS = {
     "ttft_slo_s": DEFAULT_TTFT_SLO_S,
     "prefill_fixed_s": 0.0,
     "prefill_waits_for_step": False,
+    "layers": DEFAULT_LAYERS,
 }
 
 
 # Tables whose keys the user overrides one by one.
 _SECTIONS = ("workload", "migration")
+# The other keys a cluster file may have.
+_OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
 
 
 def _table(value: Any, key: str) -> dict:
@@ -294,12 +324,14 @@ def _parse_fields(raw: dict, fields: dict[str, Parser], where: str) -> dict[str,
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, "servers", "models", "engines", "profile"):
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, workload, migration, servers, models, engines, profile)"
+                "queue, peer_loading, sleep, workload, migration, servers, models, engines, "
+                "profile)"
             )
-    merged = {**default, **{k: v for k, v in user.items() if k in (*_TOP, "engines", "profile")}}
+    taken = (*_TOP, "engines", "profile", "sleep", _PEER)  # as the user gives them
+    merged = {**default, **{k: v for k, v in user.items() if k in taken}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **_table(user.get(section, {}), section)}
     if "servers" in user:
@@ -322,10 +354,17 @@ def _build(table: dict) -> ClusterConfig:
     top = _parse_fields({k: table[k] for k in _TOP}, _TOP, "")
     workload = _parse_fields(table["workload"], _WORKLOAD, "workload.")
     migration = _parse_fields(table["migration"], _MIGRATION, "migration.")
+    peer = _peer_switch(table)
     groups = [
-        _parse_fields(group, _SERVER, f"servers[{i}].") for i, group in enumerate(table["servers"])
+        _parse_fields(
+            {k: v for k, v in group.items() if k not in _PEER_LINKS}, _SERVER, f"servers[{i}]."
+        )
+        for i, group in enumerate(table["servers"])
     ]
-    servers = tuple(ServerGroup(**group) for group in groups)
+    links = [_peer_links(group, f"servers[{i}].", peer) for i, group in enumerate(table["servers"])]
+    servers = tuple(ServerGroup(**group, **link) for group, link in zip(groups, links, strict=True))
+    if peer:
+        groups = [{**group, **link} for group, link in zip(groups, links, strict=True)]
     server_count = sum(group.count for group in servers)
     if server_count > bounds.SERVERS:
         raise InputError(
@@ -334,7 +373,14 @@ def _build(table: dict) -> ClusterConfig:
         )
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (sim/common/bounds.py)")
-    engines = _engines(_table(table.get("engines", {}), "engines"))
+    engines, overlapped, sleep = _engines(_table(table.get("engines", {}), "engines"))
+    if "sleep" in table:
+        sleep[""] = parse_sleep(table["sleep"], "sleep")
+    if make_keep_alive(top["keep_alive"], 0.0).sleep_s and not sleep:
+        raise InputError(
+            f"keep_alive: {top['keep_alive']!r} lets instances sleep; that needs a sleep "
+            "table {level, gpu_memory}, at the top or in an engine"
+        )
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
@@ -353,6 +399,7 @@ def _build(table: dict) -> ClusterConfig:
     _check_ssd_space(models, servers)
     resolved = {
         **top,
+        **({_PEER: True} if peer else {}),
         "workload": workload,
         "migration": migration,
         "servers": groups,
@@ -360,6 +407,8 @@ def _build(table: dict) -> ClusterConfig:
     }
     if "engines" in table:
         resolved["engines"] = table["engines"]
+    if "sleep" in table:
+        resolved["sleep"] = table["sleep"]
     if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
         resolved["profile"] = _table(table["profile"], "profile")
     return ClusterConfig(
@@ -373,18 +422,54 @@ def _build(table: dict) -> ClusterConfig:
         queue=top["queue"],
         keep_alive=top["keep_alive"],
         engines=engines or None,
+        peer_loading=peer,
+        overlapped=overlapped,
+        sleep=sleep or None,
     )
 
 
-def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
-    """Each engine's start-up steps; errors name the engine, the entry and the key."""
+# --- peer loading (docs/peer-loading.md): off unless `peer_loading = true` ---
+
+_PEER = "peer_loading"
+# The links of a server group's GPUs to other GPUs, and their defaults (sources in the docs):
+# an A40 NVLink bridge (112.5 GB/s both ways), a 100 GbE RDMA NIC.
+_PEER_LINKS = {"gpu_link": "56.25GB/s", "compute_network": "100Gb/s"}
+
+
+def _peer_switch(table: dict) -> bool:
+    try:
+        return _flag(table.get(_PEER, False))
+    except ValueError as err:
+        raise InputError(f"{_PEER}: {err}") from None
+
+
+def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
+    """A group's peer links: given or defaulted when peer loading is on, refused when off."""
+    given = [key for key in _PEER_LINKS if key in group]
+    if not on:
+        if given:
+            raise InputError(f"{where}{given[0]}: only with peer_loading = true")
+        return {}
+    raw = {key: group.get(key, default) for key, default in _PEER_LINKS.items()}
+    return _parse_fields(raw, dict.fromkeys(_PEER_LINKS, _bandwidth), where)
+
+
+def _engines(
+    raw: dict,
+) -> tuple[dict[str, tuple[Step, ...]], frozenset[str], dict[str, SleepSpec]]:
+    """Each engine's start-up steps, those that execute while loading, and how those with
+    a `sleep` table sleep; errors name the engine, the entry and the key."""
     engines = {}
+    overlapped = set()
+    sleep = {}
     for name, engine in raw.items():
         where = f"engines.{name}"
         engine = _table(engine, where)
         for key in engine:
-            if key != "stages":
-                raise InputError(f"{where}.{key}: unknown key (expected stages)")
+            if key not in ("stages", "execute_while_load", "sleep"):
+                raise InputError(
+                    f"{where}.{key}: unknown key (expected stages, execute_while_load, sleep)"
+                )
         entries = engine.get("stages")
         if not isinstance(entries, list) or not entries:
             raise InputError(f"{where}.stages: expected a non-empty list of stages")
@@ -406,7 +491,25 @@ def _engines(raw: dict) -> dict[str, tuple[Step, ...]]:
         if sum(stage.kind == LOAD for stage in stages) != 1:
             raise InputError(f'{where}.stages: expected exactly one {{name = "load"}} stage')
         engines[name] = tuple(steps)
-    return engines
+        if _execute_while_load(engine, where, steps[-1]):
+            overlapped.add(name)
+        if "sleep" in engine:
+            sleep[name] = parse_sleep(engine["sleep"], f"{where}.sleep")
+    return engines, frozenset(overlapped), sleep
+
+
+def _execute_while_load(engine: dict, where: str, last: Step) -> bool:
+    """The engine's `execute_while_load` switch; the prefill can only pipeline behind a
+    load that is the start-up's last step, alone (the engine is ready when it ends)."""
+    try:
+        on = _flag(engine.get("execute_while_load", False))
+    except ValueError as err:
+        raise InputError(f"{where}.execute_while_load: {err}") from None
+    if on and (len(last) != 1 or last[0].kind != LOAD):
+        raise InputError(
+            f"{where}.execute_while_load: needs the load alone as the last step of stages"
+        )
+    return on
 
 
 def _stage(raw: Any, where: str) -> Stage:

@@ -18,6 +18,10 @@ Migration: an instance can hand its requests over (`detach`), each with the toke
 left to generate, and a fresh one can take them (`adopt`). A migration's destination is
 `reserved` until then: it takes no new requests and does not count as idle.
 
+Execute-while-load (`sim.overlap`): given its load's progress when it becomes ready, an
+instance runs the prefill of the request that started it behind the load, so it ends at
+the rule's first token rather than a whole prefill after the load.
+
 A queue discipline may `fence` an instance: it takes no new requests (so it drains and its
 GPUs free up for a reservation) but is otherwise unchanged.
 """
@@ -30,9 +34,12 @@ from typing import Protocol
 
 from sim.clock import Clock, Timer
 from sim.config import ModelSpec
+from sim.overlap import first_token_at
 
 STARTING, LOADING, WARM, STOPPED = "starting", "loading", "warm", "stopped"
+SLEEPING = "sleeping"  # off its GPUs, its engine kept (`sim.sleepers`)
 STARTING_ROOM = -1  # `room_key` of a starting or loading instance with room
+_NO_ROOM = frozenset((STOPPED, SLEEPING))  # states that take no request
 
 
 class InstanceEvents(Protocol):
@@ -81,9 +88,17 @@ class Instance:
         self.ready_at = float("inf")
         self.keep_alive: Timer | None = None
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
+        # (request, its effective ready time) when its prefill ran behind the load: the
+        # first token less a whole prefill (`sim.overlap`).
+        self.pipelined: tuple[int, float] | None = None
         self._reserved = False  # a migration's destination, until the requests arrive
         self._migrating = False  # a migration's source: takes no new requests
         self._fenced = False  # drained for a queue's reservation: takes no new requests
+        # Peer loading (`sim.peer`): the chains it belongs to (it stays until they end), the
+        # instance it received its checkpoint from and that chain (-1: not a peer load).
+        self.sending = 0
+        self.peer_source = -1
+        self.chain = -1
         self._prefill: deque[tuple[int, int, int]] = deque()  # (request, prompt, output)
         self._prefill_timer: Timer | None = None
         # Heap of (finish v, request, prompt, output, v at which it started generating here).
@@ -130,7 +145,7 @@ class Instance:
     def room_key(self) -> int | None:
         """Where a join would file it: its load if warm with room, STARTING_ROOM if
         starting with room, None if it has no room (inlined: it runs twice a request)."""
-        if self.state == STOPPED or self._reserved or self._migrating or self._fenced:
+        if self.state in _NO_ROOM or self._reserved or self._migrating or self._fenced:
             return None
         load = len(self._prefill) + len(self._decoding)
         if load >= self.model.max_batch:
@@ -144,7 +159,11 @@ class Instance:
     @property
     def movable(self) -> bool:
         """Busy and warm, not already part of a migration: may be migrated or preempted."""
-        return self.state == WARM and self.occupancy > 0 and not (self.reserved or self.migrating)
+        return (
+            self.state == WARM
+            and self.occupancy > 0
+            and not (self.reserved or self.migrating or self.sending)
+        )
 
     @property
     def decoding(self) -> int:
@@ -214,30 +233,47 @@ class Instance:
             else:
                 self._start_prefill()
 
-    def ready(self) -> None:
-        """The checkpoint is on the GPUs: start serving what has queued up."""
+    def ready(self, progress: list[tuple[float, float]] | None = None) -> None:
+        """The checkpoint is on the GPUs: start serving what has queued up. With the
+        load's `progress`, the first queued prefill (the starting request's) ran behind it."""
         self.state = WARM
         self.ready_at = self._clock.now
         self._v_at = self._clock.now
         self._events.room_changed(self)
+        if progress is not None and self._prefill:
+            request, tokens, _ = self._prefill[0]
+            prefill = self.model.prefill_s(tokens)
+            end = first_token_at(progress, prefill, self.model.layers)
+            self.pipelined = (request, end - prefill)
+            self._start_prefill(end - self._clock.now)
         self._continue()
 
-    def stop(self) -> None:
-        """Free the instance (keep-alive expired or its GPUs reclaimed); it must be idle."""
+    def stop(self, state: str = STOPPED) -> None:
+        """Free the instance (keep-alive expired or its GPUs reclaimed), or put it to sleep
+        (`state` SLEEPING); it must be idle."""
         if not self.is_idle:
             raise RuntimeError(f"stopping a {self.model.name} instance that is not idle")
-        self.state = STOPPED
+        self.state = state
         self._events.room_changed(self)
         if self.keep_alive is not None:
             self.keep_alive.cancel()
             self.keep_alive = None
 
+    def wake(self) -> None:
+        """A sleeping instance starts waking: it takes requests, served once `ready`."""
+        self.state = STARTING
+        self.ready_at = float("inf")
+        self.allocated_at = self._clock.now
+        self._events.room_changed(self)
+
     # --- prefill ---
 
-    def _start_prefill(self) -> None:
+    def _start_prefill(self, duration: float | None = None) -> None:
         self._pause_decode()
-        _, tokens, _ = self._prefill[0]
-        self._prefill_timer = self._clock.call_in(self.model.prefill_s(tokens), self._end_prefill)
+        if duration is None:
+            _, tokens, _ = self._prefill[0]
+            duration = self.model.prefill_s(tokens)
+        self._prefill_timer = self._clock.call_in(duration, self._end_prefill)
 
     def _end_prefill(self) -> None:
         request, prompt, output = self._prefill.popleft()

@@ -7,11 +7,14 @@ its end). A violation raises `InvariantError` naming the time, the event and the
 involved. The auditor reads the simulator's internals on purpose: it checks them.
 """
 
+import itertools
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.common.tiers import CACHE_TIERS
+from sim.instance import SLEEPING, STOPPED, Instance
 from sim.results.request_table import STATUSES
 
 if TYPE_CHECKING:
@@ -38,7 +41,11 @@ def check_state(sim: "Simulation", previous_now: float) -> None:
         _check_caches(sim, server)
         _check_links(sim, server)
         _check_cores(sim, server)
+        _check_pipelined(sim, server)
+        _check_sleeping(sim, server)
     _check_indexes(sim)
+    if sim.cluster.peer is not None:
+        _check_peer(sim)
     problem = sim.queue.audit()
     if problem is not None:
         _fail(sim, f"queue {sim.queue.name}: {problem}")
@@ -67,11 +74,11 @@ def _check_caches(sim: "Simulation", server) -> None:
     for tier in CACHE_TIERS:
         cache = server.cache(tier)
         held = sum(cache._entries.values())
-        if held != cache.used or cache.used > cache.capacity:
+        if held != cache.used or cache.used + cache.reserved > cache.capacity:
             _fail(
                 sim,
                 f"server {server.id} {tier}: {cache.used} bytes used, entries hold {held}, "
-                f"capacity {cache.capacity}",
+                f"{cache.reserved} reserved, capacity {cache.capacity}",
             )
         for model in sim.config.models:
             if (model in cache) != (server.id in sim.cluster.holders(model, tier)):
@@ -90,10 +97,60 @@ def _check_links(sim: "Simulation", server) -> None:
     for t in links.active:
         if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
             _fail(sim, f"server {server.id}: a load runs at {t.rate} B/s, its cap {t.cap}")
+        if t.progress is not None and _regresses(
+            [
+                *t.progress,
+                (
+                    sim.clock.now,
+                    1 - (t.remaining - t.rate * (sim.clock.now - t.updated_at)) / t.size,
+                ),
+            ]
+        ):
+            _fail(sim, f"server {server.id}: a load's recorded progress goes back {t.progress}")
     for link, capacity in links.capacity.items():
         total = sum(t.rate for t in links.active if link in t.links)
         if total > capacity * (1 + _SLACK):
             _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")
+
+
+def _regresses(points: list[tuple[float, float]]) -> bool:
+    """Whether (time, fraction loaded) points step back in either, or leave [0, 1]."""
+    pairs = itertools.pairwise(points)
+    return any(t1 < t0 or f1 < f0 * (1 - _SLACK) for (t0, f0), (t1, f1) in pairs) or not all(
+        0.0 <= f <= 1.0 for _, f in points
+    )
+
+
+def _check_pipelined(sim: "Simulation", server) -> None:
+    """Execute-while-load may only bring a first token forward: the effective ready time
+    of a prefill that ran behind the load is never after the load's end."""
+    for i in server.instances:
+        if i.pipelined is not None and i.pipelined[1] > i.ready_at * (1 + _SLACK):
+            _fail(sim, f"instance {i.id}: effective ready {i.pipelined[1]} after {i.ready_at}")
+
+
+def _check_sleeping(sim: "Simulation", server) -> None:
+    """Sleeping engines hold no GPU and no request, their kept GPU memory fits the room
+    left for them, and level 1's weights are what the DRAM reserves."""
+    sleepers = sim.sleepers
+    if sleepers is None:
+        if server.sleeping or server.dram.reserved:
+            _fail(sim, f"server {server.id}: engines asleep with sleeping off")
+        return
+    kept = weights = 0
+    for i in server.sleeping:
+        if i.state != SLEEPING or i in server.instances or i.occupancy:
+            _fail(sim, f"server {server.id}: instance {i.id} asleep but {i.state}, on GPUs")
+        if i not in sleepers.asleep[i.model.name]:
+            _fail(sim, f"server {server.id}: instance {i.id} asleep but not indexed")
+        kept += sleepers.kept(i)
+        spec = sim.config.sleep_of(i.model.name)
+        weights += i.model.weights if spec is not None and spec.level == 1 else 0
+    room = server.gpus * sleepers.room[server.group_index]
+    if kept != server.sleep_memory or kept > room:
+        _fail(sim, f"server {server.id}: sleeping engines keep {kept} B ({room} B allowed)")
+    if weights != server.dram.reserved:
+        _fail(sim, f"server {server.id}: DRAM reserves {server.dram.reserved} B for {weights}")
 
 
 def _check_cores(sim: "Simulation", server) -> None:
@@ -125,6 +182,34 @@ def _check_cores(sim: "Simulation", server) -> None:
         sim.cpu_seen[server.id] = {
             t: (t.remaining - t.rate * (now - t.updated_at), t.rate, now) for t in cores.active
         }
+
+
+def _check_peer(sim: "Simulation") -> None:
+    """The peer fabric's links (a chain crossing a link twice takes its rate twice) and the
+    chains' pins: every member live, pinned once per chain it is in, never on an idle list."""
+    peer = sim.cluster.peer
+    used: Counter[str] = Counter()
+    for t in peer.fabric.active:
+        if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
+            _fail(sim, f"peer fabric: a chain streams at {t.rate} B/s, its cap {t.cap}")
+        for link in t.links:
+            used[link] += t.rate
+    for link, total in used.items():
+        if total > peer.fabric.capacity[link] * (1 + _SLACK):
+            _fail(sim, f"peer fabric {link}: chains take {total} of {peer.fabric.capacity[link]}")
+    pins: Counter[Instance] = Counter()
+    for model, chain in peer.chains.items():
+        if chain.transfer is not None and chain.transfer not in peer.fabric.active:
+            _fail(sim, f"the {model} chain's segment is not on the fabric")
+        if chain.planned < 0 or chain.tail.model.name != model:
+            _fail(sim, f"the {model} chain: {chain.planned} planned, tail {chain.tail.model.name}")
+        pins.update(chain.members)
+    for server in sim.cluster.servers:
+        for i in server.instances:
+            if i.sending != pins[i] or (i.sending and i in server.idle):
+                _fail(sim, f"instance {i.id}: pinned {i.sending} times, in {pins[i]} chains")
+    if any(i.state == STOPPED for i in pins):
+        _fail(sim, "a stopped instance is still a chain's member")
 
 
 def _check_indexes(sim: "Simulation") -> None:
@@ -166,5 +251,8 @@ def check_outcome(sim: "Simulation") -> None:
         return  # cut short: instances may still run
     for server in sim.cluster.servers:
         busy = server.links.active or server.links.planned
-        if server.instances or busy or server.cores.active or server.cores.planned:
+        peer = sim.cluster.peer
+        busy = busy or (peer is not None and (peer.fabric.active or peer.chains))
+        busy = busy or server.cores.active or server.cores.planned or server.sleeping
+        if server.instances or busy:
             _fail(sim, f"server {server.id} still runs instances or loads at the end")

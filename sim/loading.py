@@ -32,6 +32,8 @@ class CheckpointLoad:
         self.model = model
         self.tier = fastest_tier(server, model.name)
         self.cap = gpus * server.group.pcie
+        # Its (time, fraction loaded) points, recorded when a prefill pipelines behind it.
+        self.progress: list[tuple[float, float]] | None = None
         if self.tier != Tier.REMOTE:
             source = server.cache(self.tier)
             source.touch(model.name)
@@ -49,7 +51,9 @@ class CheckpointLoad:
             self._install()
             on_done()
 
-        self.server.links.start_in(delay, self.model.weights, self.links, self.cap, finish)
+        self.server.links.start_in(
+            delay, self.model.weights, self.links, self.cap, finish, self.progress
+        )
 
     def _install(self) -> None:
         name, size = self.model.name, self.model.weights

@@ -45,6 +45,10 @@ class Server:
         # each with the time it went idle.
         self.idle: dict[Instance, float] = {}
         self.idle_gpus = 0
+        # Sleeping engines (`sim.sleepers`), hold no GPU, each with the time it fell
+        # asleep, and the GPU memory they keep, summed over their GPUs.
+        self.sleeping: dict[Instance, float] = {}
+        self.sleep_memory = 0
 
     @property
     def available_gpus(self) -> int:

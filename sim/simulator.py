@@ -31,16 +31,18 @@ from policies import get_policy
 from policies.base import Request, Start
 from sim.clock import Clock, Timer
 from sim.cluster import Cluster
-from sim.common.tiers import LOAD_TIERS
+from sim.common.tiers import LOAD_TIERS, Tier
 from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
 from sim.invariants import InvariantError, check_outcome, check_state
 from sim.keep_alive import make_keep_alive
 from sim.loading import CheckpointLoad
 from sim.migration import Migration
+from sim.peer import PeerLoad
 from sim.queues import get_queue
 from sim.results.request_table import RequestTable
 from sim.room_index import RoomIndex
+from sim.sleepers import Sleepers
 from sim.startup import Startup
 
 
@@ -81,12 +83,19 @@ class Simulation:
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
+        # Sleeping engines (`sim.sleepers`), when the keep-alive lets instances sleep.
+        self.sleepers: Sleepers | None = None
+        if self.keep_alive.sleep_s:
+            self.sleepers = Sleepers(config, self.cluster, self.clock, self.keep_alive.sleep_s)
         # The `keep_alive` of an idle instance kept until its GPUs are needed: never fires.
         self._until_needed = Timer(self.clock, self._expire, ())
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
         self.prewarms = 0
         self.prewarm_hits = 0  # pre-warmed instances that served a request
-        self.loads_by_tier = dict.fromkeys(LOAD_TIERS, 0)
+        peer = self.cluster.peer
+        self.loads_by_tier = dict.fromkeys((t for t in LOAD_TIERS if t != Tier.PEER or peer), 0)
+        if peer is not None:
+            peer.released = self._released
         self.migrations = 0
         self.migrations_moved = 0  # the others ended with the source empty: nothing to move
         self.preemptions = 0
@@ -122,6 +131,8 @@ class Simulation:
             self.stopped_at = until
             self.table.time_out_pending()
             self.cluster.charge_running({i: h.pledged for i, h in self._held.items()})
+            if self.sleepers is not None:
+                self.sleepers.cut_short()
         check_outcome(self)
 
     def _stop_kept_until_needed(self) -> None:
@@ -165,6 +176,12 @@ class Simulation:
         if instance is not None:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
+        if self.sleepers is not None:  # wake a sleeping engine of the model if one can
+            woken = self.sleepers.wake_for(model, self.queue.view(i).can_start)
+            if woken is not None:
+                self._demand(model)
+                self._join(i, woken[0], woken[0].tier, woken[1])
+                return True
         t = self.table
         request = Request(
             i,
@@ -182,7 +199,7 @@ class Simulation:
         for victim in decision.preempt:
             self._preempt(self._movable(decision.server, victim))
         leaving = [self._movable(decision.server, move.instance) for move in decision.migrate]
-        instance = self._launch(model, decision.server, leaving)
+        instance = self._launch(model, decision.server, leaving, pipelined=True)
         for move, source in zip(decision.migrate, leaving, strict=True):
             self._migrate(source, move.destination, instance)
         self._demand(model)
@@ -198,11 +215,17 @@ class Simulation:
             )
         return instance
 
+    def _wake(self, instance: Instance) -> bool:
+        """Take an idle instance off the idle list (a request or a chain needs it)."""
+        if instance.keep_alive is None:  # busy, or idle just now and not yet counting down
+            return False
+        self.cluster.mark_busy(instance)
+        instance.keep_alive.cancel()
+        instance.keep_alive = None
+        return True
+
     def _join(self, i: int, instance: Instance, tier: str, estimate_s: float = np.nan) -> None:
-        if instance.keep_alive is not None:  # idle and counting down, not just emptied
-            self.cluster.mark_busy(instance)
-            instance.keep_alive.cancel()
-            instance.keep_alive = None
+        if self._wake(instance):
             self._demand(instance.model.name)
         if instance.prewarmed:
             instance.prewarmed = False
@@ -218,16 +241,28 @@ class Simulation:
         server: int,
         leaving: list[Instance] | None = None,
         on_ready: Callable[[], None] | None = None,
+        peer: bool = True,
+        pipelined: bool = False,
     ) -> Instance:
         """Start an instance: its start-up steps (`sim.startup`; by default a fixed cost,
         then the checkpoint load), then warm.
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
-        they have all left.
+        they have all left. Without `peer`, the load is from the tiers, never a peer's GPUs.
+        `pipelined`: a request starts it, whose prefill runs behind the load if the model's
+        engine executes while loading (`sim.overlap`) and the load is from a tier (a
+        chain's progress is not tracked).
         """
         spec = self.config.models[model]
-        load = CheckpointLoad(self.cluster.servers[server], spec, spec.gpus)
+        host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
+        load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
+        tracked = isinstance(load, CheckpointLoad)
+        if pipelined and tracked and self.config.pipelined(model):
+            load.progress = []
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
+        if isinstance(load, PeerLoad):
+            load.receiver = instance
+            self._wake(load.chain.members[0])  # a new chain's source may be idle
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
         own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`
@@ -235,7 +270,7 @@ class Simulation:
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
-            instance.ready()
+            instance.ready(load.progress if tracked else None)
             if on_ready is not None:
                 on_ready()
 
@@ -260,7 +295,10 @@ class Simulation:
         model = source.model.name
         cost = self.cluster.round_cost(model, source.server, destination)
         # The target cannot be ready before `migration` below exists (its start is a timer).
-        target = self._launch(model, destination, on_ready=lambda: migration.target_ready())
+        # It never loads from a peer: the likeliest peer, `source`, is about to leave.
+        target = self._launch(
+            model, destination, on_ready=lambda: migration.target_ready(), peer=False
+        )
         bytes_per_token = self.config.migration.bytes_per_token
         migration = Migration(self.clock, self, source, target, cost, bytes_per_token, waiting)
         self._migration_of[source] = migration
@@ -299,7 +337,10 @@ class Simulation:
     # --- what instances report ---
 
     def first_token(self, instance: Instance, request: int) -> None:
-        self.table.first_token(request, self.clock.now, instance.ready_at)
+        ready_at = instance.ready_at
+        if instance.pipelined is not None and instance.pipelined[0] == request:
+            ready_at = instance.pipelined[1]  # the load hid part of its prefill
+        self.table.first_token(request, self.clock.now, ready_at)
 
     def room_changed(self, instance: Instance) -> None:
         self._rooms[instance.model.name].update(instance)
@@ -309,6 +350,8 @@ class Simulation:
         self.queue.drain()
 
     def became_idle(self, instance: Instance) -> None:
+        if instance.sending:  # a multicast chain's member: idle once it ends (`_released`)
+            return
         if instance.migrating:
             self._migration_of[instance].source_emptied()
             return
@@ -329,9 +372,15 @@ class Simulation:
             )
         self.queue.drain()
 
+    def _released(self, instance: Instance) -> None:
+        """A multicast chain ended: a member that went idle meanwhile is idle now."""
+        if not instance.sending and instance.is_idle and instance.keep_alive is None:
+            self.became_idle(instance)
+
     def _expire(self, instance: Instance) -> None:
         instance.keep_alive = None
-        self.cluster.stop(instance, "expired")
+        if self.sleepers is None or not self.sleepers.try_sleep(instance):
+            self.cluster.stop(instance, "expired")
 
     # --- pre-warming ---
 

@@ -15,10 +15,25 @@ from sim.fairshare import max_min_rates
 
 
 class Transfer:
-    __slots__ = ("cap", "links", "on_done", "rate", "remaining", "size", "timer", "updated_at")
+    __slots__ = (
+        "cap",
+        "links",
+        "on_done",
+        "progress",
+        "rate",
+        "remaining",
+        "size",
+        "timer",
+        "updated_at",
+    )
 
     def __init__(
-        self, size: float, links: tuple[str, ...], cap: float, on_done: Callable[[], None]
+        self,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
     ) -> None:
         self.size = size
         self.remaining = float(size)
@@ -28,6 +43,8 @@ class Transfer:
         self.rate = 0.0
         self.updated_at = 0.0
         self.timer: Timer | None = None
+        # (time, fraction done) at its start, each rate change and its end, if asked for.
+        self.progress = progress
 
 
 class ServerLinks:
@@ -40,10 +57,16 @@ class ServerLinks:
         self.planned: list[tuple[float, float, tuple[str, ...], float]] = []  # (at, ...)
 
     def start(
-        self, size: float, links: tuple[str, ...], cap: float, on_done: Callable[[], None]
+        self,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
     ) -> Transfer:
-        """Begin a load of `size` bytes over `links`, at most `cap` bytes/s of its own."""
-        transfer = Transfer(size, links, cap, on_done)
+        """Begin a load of `size` bytes over `links`, at most `cap` bytes/s of its own;
+        its progress over time is appended to `progress` if given (`sim.overlap`)."""
+        transfer = Transfer(size, links, cap, on_done, progress)
         transfer.updated_at = self._clock.now
         self._advance()
         self.active.append(transfer)
@@ -57,6 +80,7 @@ class ServerLinks:
         links: tuple[str, ...],
         cap: float,
         on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
     ) -> None:
         """Begin a load `delay` seconds from now; known meanwhile to `predict_s`."""
         planned = (self._clock.now + delay, size, links, cap)
@@ -64,9 +88,16 @@ class ServerLinks:
 
         def begin() -> None:
             self.planned.remove(planned)
-            self.start(size, links, cap, on_done)
+            self.start(size, links, cap, on_done, progress)
 
         self._clock.call_in(delay, begin)
+
+    def reroute(self, transfer: Transfer, links: tuple[str, ...], cap: float) -> None:
+        """Change the links and cap of a load in flight (a multicast chain gained a hop)."""
+        self._advance()
+        transfer.links = links
+        transfer.cap = cap
+        self._reallocate()
 
     def predict_s(self, size: float, links: tuple[str, ...], cap: float, delay: float) -> float:
         """How long a load of `size` bytes beginning `delay` seconds from now would take.
@@ -120,6 +151,8 @@ class ServerLinks:
         self._advance()
         self.active.remove(transfer)
         transfer.remaining = 0.0
+        if transfer.progress is not None:
+            transfer.progress.append((self._clock.now, 1.0))
         self._reallocate()
         transfer.on_done()
 
@@ -135,6 +168,8 @@ class ServerLinks:
             if rate == t.rate and t.timer is not None:
                 continue
             t.rate = rate
+            if t.progress is not None:
+                t.progress.append((t.updated_at, 1.0 - t.remaining / t.size))
             if t.timer is not None:
                 t.timer.cancel()
             t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)

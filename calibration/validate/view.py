@@ -86,6 +86,9 @@ class Books:
     def gpus_needed(self, model: str) -> int:
         return 1
 
+    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+        return 0.0  # the validated engine loads, then prefills
+
     def candidate_count(self, model: str) -> int:
         return sum(len(bucket) for bucket in self._by_available[1:])
 

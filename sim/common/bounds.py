@@ -27,6 +27,7 @@ GPUS_PER_SERVER = 1024  # machines hold 8-16 GPUs; rack-scale systems 72
 MODELS = 1_000_000  # catalogs of a few hundred models; Functions traces name ~50,000 apps
 HOST_CORES = 1_000_000  # servers have 32-384 cores; a host with a million is a slip
 MAX_BATCH = 2**20  # serving engines batch hundreds of requests, not a million
+LAYERS = 100_000  # transformers have 24-128 layers
 MIGRATION_ROUNDS = 1_000_000  # ServerlessLLM's migrations converge in a handful of rounds
 BYTES = 2**60  # sizes (GPU memory, DRAM, SSD, weights) up to 1 EiB, per server or model
 # Bandwidths from 1 kB/s (a dial-up modem) to 1 EB/s (a million times NVLink).

@@ -7,13 +7,19 @@ one (`demand`), and asks it which idle instance of a server to stop when a start
 its GPUs (`victim`). A policy is chosen as `NAME[:params]` (`--keep-alive`, or
 `keep_alive` in the cluster TOML); policies register by name, one module each, and
 `sim/keep_alive/__init__.py` imports them all.
+
+Any policy takes the option `sleep=SECONDS` among its params (`fixed:60,sleep=600`):
+an instance whose keep-alive expires then sleeps (`sim.sleep_spec`) for up to SECONDS
+before it stops, if its model has a sleep table and its server the room.
 """
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sim.common import bounds
 from sim.common.registry import Registry
+from sim.keep_alive.params import number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +43,7 @@ class Idle:
 
 class KeepAlive(ABC):
     name: ClassVar[str]
+    sleep_s: float = 0.0  # how long an expired instance sleeps before it stops (0: never)
 
     @abstractmethod
     def __init__(self, params: str, keep_alive_s: float) -> None:
@@ -77,10 +84,17 @@ def make_keep_alive(spec: str, keep_alive_s: float) -> KeepAlive:
         raise ValueError(f"expected a string NAME[:params], got {spec!r}")
     name, _, params = spec.partition(":")
     try:
-        policy = _REGISTRY.get(name)
+        cls = _REGISTRY.get(name)
     except KeyError as err:
         raise ValueError(err.args[0]) from None
-    return policy(params, keep_alive_s)
+    items = params.split(",") if params else []
+    sleeps = [item.removeprefix("sleep=") for item in items if item.startswith("sleep=")]
+    policy = cls(",".join(i for i in items if not i.startswith("sleep=")), keep_alive_s)
+    if len(sleeps) > 1:
+        raise ValueError("sleep: given twice")
+    if sleeps:
+        policy.sleep_s = number(sleeps[0], "sleep", 0.0, bounds.SECONDS)
+    return policy
 
 
 def check_keep_alive(spec: str) -> str:

@@ -38,6 +38,9 @@ class ReservedView:
     def gpus_needed(self, model: str) -> int:
         return self._cluster.gpus_needed(model)
 
+    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+        return self._cluster.hidden_prefill_s(model, tokens)
+
     def available_gpus(self, server: int) -> int:
         available = self._cluster.available_gpus(server)
         return available - self._hidden() if server == self.server else available

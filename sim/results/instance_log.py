@@ -2,7 +2,9 @@
 `instances.parquet` beside the requests.
 
 Instances are few next to requests (one per cold start), so a row each costs nothing;
-it is what lets `analysis` draw GPUs held and warm instances over time.
+it is what lets `analysis` draw GPUs held and warm instances over time. An instance that
+sleeps (`sim.sleepers`) has a row per period: awake ones ending `asleep`, and asleep
+ones (`asleep` true, no GPUs held) ending `woken` or `expired`.
 """
 
 import numpy as np
@@ -11,7 +13,7 @@ import pandas as pd
 from sim.instance import Instance
 
 # Why an instance's GPUs were freed.
-ENDS = ("expired", "reclaimed", "migrated", "preempted", "running")
+ENDS = ("expired", "reclaimed", "migrated", "preempted", "running", "asleep", "woken")
 
 
 class InstanceLog:
@@ -30,8 +32,17 @@ class InstanceLog:
                 instance.ready_at,
                 at,
                 ENDS.index(why),
+                instance.peer_source,
+                instance.chain,
+                False,
             )
         )
+
+    def slept(self, instance: Instance, since: float, at: float, why: str) -> None:
+        """`instance` slept from `since` to `at`, holding no GPU; `why` it ended."""
+        row = (instance.id, instance.model.name, instance.server, 0, str(instance.tier))
+        peer = (instance.peer_source, instance.chain)
+        self._rows.append((*row, since, float("inf"), at, ENDS.index(why), *peer, True))
 
     def frame(self) -> pd.DataFrame:
         columns = [
@@ -44,8 +55,12 @@ class InstanceLog:
             "ready_s",
             "ended_s",
             "end",
+            "source",
+            "chain",
+            "asleep",
         ]
-        frame = pd.DataFrame(self._rows, columns=columns).sort_values("instance")
+        frame = pd.DataFrame(self._rows, columns=columns)
+        frame = frame.sort_values(["instance", "allocated_s"], kind="stable")
         frame["ready_s"] = frame["ready_s"].replace(np.inf, np.nan)
         frame["end"] = pd.Categorical.from_codes(frame["end"].to_numpy(dtype=int), ENDS)
         return frame.reset_index(drop=True)

@@ -90,4 +90,6 @@ def summary_row(summary: dict) -> dict[str, Any]:
             row[prefix] = value
 
     flatten("", {key: value for key, value in summary.items() if key != "sweep"})
+    for tier in LOAD_TIERS:  # a summary from before the peer tier has no `peer` count
+        row.setdefault(f"loads_by_tier.{tier}", 0)
     return row

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.common.tiers import START_TIERS, Tier
+from sim.common.tiers import LOAD_TIERS, START_TIERS, Tier
 from sim.results.request_table import STATUSES
 from sim.results.schema import SCHEMA_VERSION
 from sim.simulator import Simulation
@@ -66,7 +66,8 @@ def scheduling_figures(sim: Simulation) -> dict:
     - cold-start ratio: the share of placed requests that waited for an instance to
       start rather than join a warm one;
     - GPU-seconds split into starting (allocated, not yet warm), idle-warm (warm, holding
-      no request), serving (the rest) and sleeping (no sleep states yet: 0);
+      no request), sleeping (the share of their GPUs' memory sleeping engines keep,
+      `sim.sleepers`) and serving (the rest);
     - fairness: Jain's index over the models' mean slowdown, a request's slowdown being
       its TTFT over its own prefill time (its TTFT on a warm, idle instance).
     """
@@ -76,6 +77,7 @@ def scheduling_figures(sim: Simulation) -> dict:
     warm = START_TIERS.index(Tier.WARM)
     cluster = sim.cluster
     starting, idle = cluster.starting_gpu_seconds, cluster.idle_gpu_seconds
+    sleeping = sim.sleepers.gpu_seconds if sim.sleepers is not None else 0.0
     slowdowns = [m["slowdown_mean"] for m in per_model.values() if m["slowdown_mean"]]
     within = sum(m["slo_attainment"] * m["requests"] for m in per_model.values() if m["requests"])
     return {
@@ -83,10 +85,10 @@ def scheduling_figures(sim: Simulation) -> dict:
         "ttft_slo_attainment": within / t.n if t.n else None,
         "cold_start_ratio": float((t.tier[placed] != warm).mean()) if placed.any() else None,
         "gpu_seconds_by_state": {
-            "serving": cluster.gpu_seconds - starting - idle,
+            "serving": cluster.gpu_seconds - starting - idle - sleeping,
             "idle_warm": idle,
             "starting": starting,
-            "sleeping": 0.0,
+            "sleeping": sleeping,
         },
         "fairness_jain_slowdown": jain_index(slowdowns),
     }
@@ -131,7 +133,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "ttft_p99_s": _percentile(ttft, 99),
         "ttft_mean_s": float(ttft.mean()) if len(ttft) else None,
         "e2e_p99_s": _percentile(t.e2e_s[done], 99),
-        "loads_by_tier": {tier.value: n for tier, n in sim.loads_by_tier.items()},
+        "loads_by_tier": {tier.value: sim.loads_by_tier.get(tier, 0) for tier in LOAD_TIERS},
         "cold_starts": int(sum(sim.loads_by_tier.values())),
         "requests_by_start_tier": {
             tier.value: int(n) for tier, n in zip(START_TIERS, counts, strict=True)
@@ -143,6 +145,11 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "preemptions": sim.preemptions,
         "prewarms": sim.prewarms,
         "prewarm_hits": sim.prewarm_hits,
+        "wakes": sum(sim.sleepers.wakes.values()) if sim.sleepers is not None else 0,
+        "wakes_by_level": {
+            str(level): sim.sleepers.wakes[level] if sim.sleepers is not None else 0
+            for level in (1, 2)
+        },
         "preempted_requests": int((t.preemptions > 0).sum()),
         "wasted_tokens": t.wasted_tokens,
         **_estimator_error(t.estimate_s, t.startup_s),

@@ -114,7 +114,7 @@ def test_the_settings_table_of_one_scenario_out_of_several(sweep_dir):
         per_request = (rows["gpu_seconds"] / rows["completed"]).mean()
         assert table.loc[policy, "GPU-s / request"] == f"{per_request:.1f}"
         dram = rows["loads_by_tier.dram"].mean()
-        assert table.loc[policy, "loads dram/ssd/remote"].startswith(f"{dram:.0f}/")
+        assert table.loc[policy, "loads dram/ssd/remote/peer"].startswith(f"{dram:.0f}/")
 
 
 @pytest.mark.parametrize(
@@ -151,6 +151,7 @@ def test_a_report_on_a_run_cut_before_any_request_finished_is_refused(tmp_path, 
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.slow
 def test_the_report_of_a_sweep_over_keep_alives_draws_their_trade_off(tmp_path, sweep_dir):
     lines = traces.default_trace().read_text().splitlines(keepends=True)
     (tmp_path / "head.csv").write_text("".join(lines[:101]))

@@ -6,7 +6,9 @@ import sys
 
 import pandas as pd
 import pytest
-from refusal import assert_one_line, tree
+from refusal import assert_one_line, refused, tree
+
+from sim.cli import main
 
 
 def sim(*args, cwd):
@@ -49,6 +51,7 @@ def test_a_default_run_writes_a_complete_run_directory(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == files
 
 
+@pytest.mark.slow
 def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_path):
     for out in ("a", "b"):
         assert sim("run", "--seed", "5", "--out", out, "--quiet", cwd=tmp_path).returncode == 0
@@ -64,6 +67,7 @@ def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_p
     assert not other.equals(pd.read_parquet(tmp_path / "a" / "requests.parquet"))
 
 
+@pytest.mark.slow
 def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
     """The issue's acceptance check, over five seeds: single-seed p99s of this bursty,
     contended trace are noisy (see the README), so the median p99 is compared."""
@@ -105,16 +109,29 @@ def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
         (["--out", "mine"], "mine: exists and is not a thaw run directory"),
     ],
 )
-def test_bad_input_gets_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
-    (tmp_path / "bad.toml").write_text("[[servers]]\ngpus = 0\n")
-    (tmp_path / "lifo.toml").write_text('queue = "lifo"\n')
-    (tmp_path / "lru.toml").write_text('keep_alive = "lru"\n')
-    (tmp_path / "bad.csv").write_text(
+def test_bad_input_gets_one_line_exit_2_and_writes_nothing(
+    tmp_path, capsys, monkeypatch, args, expected
+):
+    bad_inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, main, ["run", *args], expected, keeps=tmp_path)
+
+
+def test_a_real_process_refusing_bad_input_exits_2_with_one_line(tmp_path):
+    bad_inputs(tmp_path)
+    before = tree(tmp_path)
+    result = sim("run", "--trace", "bad.csv", cwd=tmp_path)
+    assert_one_line(result.returncode, result.stdout, result.stderr, "bad.csv: line 3")
+    assert tree(tmp_path) == before
+
+
+def bad_inputs(folder):
+    """Bad files to name, and a folder of the user's that looks like nothing of thaw's."""
+    (folder / "bad.toml").write_text("[[servers]]\ngpus = 0\n")
+    (folder / "lifo.toml").write_text('queue = "lifo"\n')
+    (folder / "lru.toml").write_text('keep_alive = "lru"\n')
+    (folder / "bad.csv").write_text(
         "arrival_s,model,input_tokens,output_tokens\n0,opt-6.7b,5,5\n1,opt-6.7b,5,0\n"
     )
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "notes.txt").write_text("precious")
-    before = tree(tmp_path)
-    result = sim("run", *args, cwd=tmp_path)
-    assert_one_line(result.returncode, result.stdout, result.stderr, expected)
-    assert tree(tmp_path) == before
+    (folder / "mine").mkdir()
+    (folder / "mine" / "notes.txt").write_text("precious")

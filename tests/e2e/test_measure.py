@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from refusal import refused
 from safetensors.torch import save_file
 
 from calibration.checkpoint.format import read_index
 from calibration.checkpoint.pagecache import PageCacheError
 from calibration.checkpoint.reader import load
+from calibration.measure.command import main as measure_main
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
 from calibration.measure.host_cores import fit_host_cores
@@ -127,16 +129,16 @@ def test_a_directory_in_memory_is_refused_and_nothing_is_written(tmp_path):
         (["--out", "."], "is a directory"),
     ],
 )
-def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, message):
-    result = measure("--quick", *args, cwd=tmp_path)
-    assert result.returncode == 2
-    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, measure_main, ["--quick", *args], message, keeps=tmp_path)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_cuda_without_a_gpu_is_refused(tmp_path):
-    result = measure("--device", "cuda", "--quick", cwd=tmp_path)
-    assert result.returncode == 2 and "no CUDA device" in result.stderr
+def test_cuda_without_a_gpu_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["--device", "cuda", "--quick"]
+    refused(capsys, measure_main, argv, "no CUDA device", keeps=tmp_path)
 
 
 @pytest.mark.cuda

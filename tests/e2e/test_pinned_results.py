@@ -10,6 +10,7 @@ import pytest
 
 import traces
 from sim.common import seeds
+from sim.common.tiers import Tier
 from sim.config import read_config
 from sim.simulator import Simulation
 
@@ -61,7 +62,11 @@ def test_a_fixed_seed_run_gives_the_pinned_results(workload, policy):
         sim.preemptions,
         sim.cluster.gpu_seconds,
     )
+    assert Tier.PEER not in sim.loads_by_tier and sim.cluster.peer is None  # off by default
     want = PINNED[policy]
     assert got[2:5] == want[2:5]
     assert got[:2] == pytest.approx(want[:2], rel=1e-9)
     assert got[5] == pytest.approx(want[5], rel=1e-9)
+    # Execute-while-load and sleeping engines are off: nothing pipelined, nothing asleep.
+    assert sim.sleepers is None and not sim.config.overlapped
+    assert sim.cluster.log.frame()["asleep"].sum() == 0

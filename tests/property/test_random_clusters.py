@@ -1,7 +1,8 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
-included), the catalog, the start-up engines, the trace, the keep-alive (its length and
-its policy, pre-warming included), the queue
-discipline and the policy, the books hold after every event (`--check`) and a fixed seed
+included), the catalog, the start-up engines (executing while loading or not), the trace,
+the keep-alive (its length and its policy, pre-warming and sleeping engines included), peer
+loading on or off (its links too), the queue discipline and the policy, the books hold
+after every event (`--check`) and a fixed seed
 gives identical results."""
 
 import pandas as pd
@@ -39,6 +40,8 @@ def groups(draw):
                 "network": draw(st.sampled_from(BANDWIDTHS)),
                 "pcie": draw(st.sampled_from(BANDWIDTHS)),
                 "host_cores": draw(st.integers(1, 4)),
+                "gpu_link": draw(st.sampled_from(BANDWIDTHS)),
+                "compute_network": draw(st.sampled_from(BANDWIDTHS)),
             }
         )
     return drawn
@@ -51,7 +54,15 @@ def clusters(draw):
     servers = sum(g["count"] for g in server_groups)
     engines = draw(st.lists(engine(), max_size=2))
     text = f"keep_alive_s = {draw(st.sampled_from([0.0, 2.0, 30.0, 1000.0]))}\n"
-    text += f'keep_alive = "{draw(st.sampled_from(KEEP_ALIVES))}"\n'
+    keep_alive = draw(st.sampled_from(KEEP_ALIVES))
+    if draw(st.booleans()):  # sleeping engines, for up to 0.5 or 30 s
+        sleep_s = draw(st.sampled_from([0.5, 30.0]))
+        keep_alive += f"{',' if ':' in keep_alive else ':'}sleep={sleep_s}"
+        level, memory = draw(st.sampled_from([1, 2])), draw(st.sampled_from(["1GiB", "40GiB"]))
+        text += f'sleep = {{level = {level}, gpu_memory = "{memory}"}}\n'
+    text += f'keep_alive = "{keep_alive}"\n'
+    peer = draw(st.booleans())
+    text += f"peer_loading = {str(peer).lower()}\n"
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
@@ -59,6 +70,8 @@ def clusters(draw):
             f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
             f'pcie = "{g["pcie"]}"\nhost_cores = {g["host_cores"]}\n'
         )
+        if peer:
+            text += f'gpu_link = "{g["gpu_link"]}"\ncompute_network = "{g["compute_network"]}"\n'
     for m in range(draw(st.integers(1, 4))):
         host = draw(st.sampled_from(server_groups))
         gpus = draw(st.integers(1, host["gpus"]))
@@ -73,11 +86,14 @@ def clusters(draw):
             f"ttft_slo_s = {draw(st.sampled_from([1.0, 10.0, 100.0]))}\n"
             f"prefill_fixed_s = {draw(st.sampled_from([0.0, 0.01]))}\n"
             f"prefill_waits_for_step = {str(draw(st.booleans())).lower()}\n"
+            f"layers = {draw(st.sampled_from([1, 4, 32]))}\n"
         )
         if engines and draw(st.booleans()):
             text += f'engine = "e{draw(st.integers(0, len(engines) - 1))}"\n'
     for e, stages in enumerate(engines):
         text += f"[engines.e{e}]\nstages = [{', '.join(stages)}]\n"
+        if stages[-1] == '{name = "load"}' and draw(st.booleans()):  # the load last, alone
+            text += "execute_while_load = true\n"
     return text
 
 

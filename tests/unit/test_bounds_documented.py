@@ -18,6 +18,7 @@ DOCUMENTED = {
     "MODELS": (1_000_000, "| Models in a catalog | 1,000,000 |"),
     "HOST_CORES": (1_000_000, "(`host_cores`, and in a profile) | 1,000,000 |"),
     "MAX_BATCH": (2**20, "| 2^20 |"),
+    "LAYERS": (100_000, "| A model's `layers` | 100,000 |"),
     "MIGRATION_ROUNDS": (1_000_000, "`migration.max_rounds` | 1,000,000 |"),
     "BYTES": (2**60, "| 2^60 bytes (1 EiB) |"),
     "BANDWIDTH_MIN": (1e3, "| 1 kB/s to"),

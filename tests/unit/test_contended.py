@@ -22,6 +22,7 @@ def runs(request):
     }
 
 
+@pytest.mark.slow
 def test_startup_aware_beats_locality_at_p99_over_seeds(runs):
     def median_p99(policy):
         return statistics.median(

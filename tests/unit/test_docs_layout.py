@@ -77,3 +77,13 @@ def test_nothing_refers_outside_the_repository() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         offenders += [f"{path.relative_to(ROOT)}: {n}" for n in needles if n in text]
     assert not offenders, f"references to files outside the repository: {offenders}"
+
+
+def test_the_design_quotes_the_import_contracts_as_they_are() -> None:
+    """docs/design.md quotes pyproject.toml's import-linter section verbatim: CI checks the
+    contracts, this keeps the quote of them true."""
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    section = project[project.index("[tool.importlinter]") :].strip()
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    start = design.index("```toml\n[tool.importlinter]") + len("```toml\n")
+    assert design[start : design.index("```", start)].strip() == section

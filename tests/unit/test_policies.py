@@ -30,6 +30,9 @@ class View:
     def cpu_s(self, server, cpu_seconds, delay):
         return max(cpu_seconds)  # cores to spare: no contention
 
+    def hidden_prefill_s(self, model, tokens):
+        return 0.0  # no engine executes while loading
+
     def gpus_needed(self, model):
         return {"big": 2, "huge": 3}.get(model, 1)
 
