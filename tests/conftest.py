@@ -34,7 +34,6 @@ ssd_read = "2GiB/s"
 network = "{network}"
 pcie = "4GiB/s"
 host_cores = {host_cores}
-servers_per_host = {servers_per_host}
 
 [models.a]
 weights = "4GiB"
@@ -85,8 +84,8 @@ def tiny_config(
         ssd_b=ssd_b,
         keep_alive=keep_alive,
         network=network,
-        host_cores=host_cores,
-        servers_per_host=servers_per_host,
+        # The group's last two keys (TINY's own placeholders stay as other tests fill them).
+        host_cores=f"{host_cores}\nservers_per_host = {servers_per_host}",
         model_keys=model_keys,
     )
     path.write_text(text + extra)
