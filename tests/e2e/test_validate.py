@@ -146,30 +146,27 @@ def validate(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "named"),
     [
-        ["--profile", "/no/such/profile.json"],
-        ["--policies", "nonsense"],
-        ["--policies", "preemption"],
-        ["--seed", "x"],
-        ["--seed=-1"],
-        ["--dir", "/no/such/dir"],
-        ["--out", "/"],
+        (["--profile", "/no/such/profile.json"], "/no/such/profile.json"),
+        (["--policies", "nonsense"], "nonsense"),
+        (["--policies", "preemption"], "preemption"),
+        (["--seed", "x"], "--seed"),
+        (["--seed=-1"], "--seed"),
+        (["--dir", "/no/such/dir"], "/no/such/dir"),
+        (["--out", "/"], "--out"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args):
-    done = validate("--quick", *args)
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1
-    assert done.stdout == ""
+def test_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path, args, named):
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, main, ["--quick", *args], named, keeps=tmp_path)
 
 
-def test_a_bad_profile_names_the_file(tmp_path):
+def test_a_bad_profile_names_the_file(capsys, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"version": 1}')
-    done = validate("--quick", "--profile", str(bad))
-    assert done.returncode == 2
-    assert str(bad) in done.stderr
+    argv = ["--quick", "--profile", str(bad), "--dir", str(tmp_path)]
+    refused(capsys, main, argv, str(bad), keeps=tmp_path)
 
 
 def test_real_stages_are_the_instances_medians():
