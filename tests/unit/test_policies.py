@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from policies import get_policy, policy_names
-from policies.base import Move, Request, RoundCost, Running, Start, Wait
+from policies.base import Move, Request, RoundCost, Running, Sleeping, Start, Wait, Wake
 from sim.common.stages import default_steps
 
 LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
@@ -22,6 +22,7 @@ class View:
     dram: dict[str, list[int]] = field(default_factory=dict)
     ssd: dict[str, list[int]] = field(default_factory=dict)
     busy: dict[int, list[Running]] = field(default_factory=dict)
+    asleep: list[Sleeping] = field(default_factory=list)  # offered wakes, any model
     now: float = 0.0
 
     def steps(self, model):
@@ -80,6 +81,9 @@ class View:
 
     def round_cost(self, model, source, destination):
         return COST
+
+    def sleeping(self, model):
+        return self.asleep
 
 
 def busy(instance_id, model, gpus, tokens):
