@@ -79,6 +79,30 @@ def test_a_sleeping_engine_frees_its_gpu_and_wakes_by_swapping_once_it_is_idle(t
     assert list(zip(b["ended_s"], b["end"], strict=True)) == [(23.0, "asleep"), (123.0, "expired")]
 
 
+@pytest.mark.parametrize("policy", ["locality", "startup-aware"])
+def test_a_reload_pins_its_source_before_the_swap_reserves_dram(tmp_path, policy):
+    # a's engine sleeps at level 2, b at level 1; one GPU, 8 GiB of DRAM. a loads
+    # remotely (2 -> 6 s; its checkpoint into SSD and DRAM), sleeps at 14.5 keeping no
+    # DRAM. b starts at 15 (ready 21, b into DRAM beside a), prefills until 23; a request
+    # for a at 22 waits. At 23 the wake pins a's DRAM copy, then swaps b out: b's 4 GiB
+    # reservation can only evict b's entry (1 s), and a reloads from DRAM (1 s): ready at
+    # 25, TTFT 3.5, priced at 2 s beforehand. Unpinned, the reservation would have
+    # evicted a, the least recently used, and a would reload from the SSD.
+    config(tmp_path, gpus=1)
+    path = tmp_path / "sleepy.toml"
+    text = path.read_text().replace("[models.a]", '[models.a]\nengine = "deep"')
+    path.write_text(
+        text + '[engines.deep]\nstages = [{name = "init", seconds = 2.0}, {name = "load"}]\n'
+        'sleep = {level = 2, gpu_memory = "2GiB"}\n'
+    )
+    rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
+    sim = simulate(read_config(path), rows, policy, check=True)
+    assert list(sim.table.ttft_s) == [6.5, 8.0, 3.5]
+    assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 2.0
+    assert sim.sleepers.wakes == {1: 0, 2: 1}
+    assert sim.table.frame()["tier"][2] == "dram"
+
+
 def test_an_engine_that_would_keep_too_much_gpu_memory_stops_instead(tmp_path):
     # 13 GiB kept > the 16 - 4 GiB a GPU keeps free for the largest awake model.
     sim = simulate(config(tmp_path, memory="13GiB"), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)])
