@@ -12,10 +12,13 @@ GPU) for up to 100 s.
 
 import pytest
 
-from policies.base import Sleeping
+from policies.base import Sleeping, Wake
+from policies.startup_aware import StartupAware
+from sim.common.tiers import Tier
 from sim.config import read_config
 from sim.sleepers import Sleepers
 from tests.conftest import TINY, simulate
+from tests.unit.test_keep_alive import CLUSTER, MODEL, PERIODIC
 
 GROUPS = """
 [[servers]]
@@ -105,3 +108,31 @@ def test_the_other_policies_wake_first(tmp_path, policy):
     assert sim.table.server[2] == 0 and sim.table.ttft_s[2] == 4.5
     assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 4.0
     assert sim.sleepers.wakes == {1: 0, 2: 1}
+
+
+def test_startup_aware_pre_warms_by_waking(tmp_path):
+    """The histogram keep-alive's periodic case (`test_keep_alive`): every 600 s, one
+    server whose DRAM holds a. From the third idle time on, each instance stops at once
+    (here: sleeps, its weights in DRAM) and a pre-warm comes 486 s later. `locality`
+    pre-warms by starting from DRAM (2 + 1 s); `startup-aware` wakes the sleeping engine
+    instead (1 s over PCIe), and every later request finds it warm all the same."""
+    path = tmp_path / "periodic.toml"
+    path.write_text(
+        'sleep = {level = 1, gpu_memory = "2GiB"}\n'
+        + CLUSTER.format(keep_alive="histogram:min_samples=3,sleep=1000")
+        + MODEL.format(name="a")
+    )
+    for policy, wakes, dram_loads in (("locality", 0, 5), ("startup-aware", 5, 0)):
+        sim = simulate(read_config(path), PERIODIC, policy, check=True)
+        assert list(sim.table.ttft_s) == [4.5] + [0.5] * 7
+        assert (sim.prewarms, sim.prewarm_hits) == (5, 4)
+        assert sim.sleepers.wakes == {1: wakes, 2: 0}
+        assert sim.loads_by_tier[Tier.DRAM] == dram_loads
+        ready = sim.cluster.log.frame().eval("ready_s - allocated_s").dropna()
+        assert list(ready)[1:] == [1.0 if wakes else 3.0] * 5
+
+
+def test_a_wake_of_an_engine_not_offered_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(StartupAware, "place", lambda self, request, view: Wake(0, 99))
+    with pytest.raises(RuntimeError, match="instance 99 on server 0 is not a sleeping a"):
+        simulate(config(tmp_path, "1GiB/s"), ROWS, "startup-aware")
