@@ -91,7 +91,6 @@ class Sleeping:
 
     server: int
     instance: int
-    level: int  # 1: its weights in the server's DRAM; 2: reloaded from a tier
     wake_s: float  # seconds until it would be ready: the swap, then the copy or reload
 
 

@@ -69,6 +69,8 @@ class Cluster:
         # Which idle instance of a server stops first when a start needs its GPUs (the
         # keep-alive policy's choice; the longest idle unless it says otherwise).
         self.victim: Callable[[Server], Instance] = lambda server: next(iter(server.idle))
+        # The same choice made in advance: the idle instances in the order `victim` takes
+        # them (a wake prices its swap before it makes it).
         self.reclaim_order: Callable[[Server], Iterable[Instance]] = lambda server: server.idle
         # The sleeping engines of a model a wake could take, given a view's `can_start`
         # (`Sleepers.offers`, when engines sleep).

@@ -12,8 +12,8 @@ if engines sleep and the policy does not weigh wakes, it wakes one of its model
 instance starts, which engine wakes (if it weighs wakes), or that it waits. Waiting
 requests are retried whenever capacity frees up: a batch slot, or an instance going idle
 (its GPUs can be reclaimed); the queue discipline (`sim.queues`) decides in what order,
-and what a reservation hides. Events per request: its arrival,
-its prefill and its finish, plus a startup, a load and a keep-alive timer per cold start.
+and what a reservation hides. Events per request: its arrival, its prefill and its
+finish, plus a startup, a load and a keep-alive timer per cold start.
 
 A decision may free GPUs first: by live migration (`sim.migration`; the new instance
 starts once every instance it displaces has left) or by preemption (the displaced
@@ -86,9 +86,9 @@ class Simulation:
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
+        self.cluster.reclaim_order = self.keep_alive.reclaim_order
         # Sleeping engines (`sim.sleepers`), when the keep-alive lets instances sleep.
         self.sleepers: Sleepers | None = None
-        self.cluster.reclaim_order = self.keep_alive.reclaim_order
         if self.keep_alive.sleep_s:
             self.sleepers = Sleepers(config, self.cluster, self.clock, self.keep_alive.sleep_s)
             self.cluster.wake_offers = self.sleepers.offers

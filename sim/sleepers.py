@@ -11,15 +11,18 @@ engines spread evenly over the GPUs; the simulator does not track which GPU is w
 Level 1 also keeps the weights in the server's DRAM (reserved in its DRAM cache, evicting
 cached checkpoints as a load would); an engine that finds no room stops instead.
 
-Waking takes free GPUs, then those of idle instances, oldest idle first, each put to
-sleep in turn if it can (a swap: the wake waits for a level-1 engine's weights to cross to
-DRAM over its PCIe lanes) or stopped as a start would. It then lasts, at level 1, the
-host-to-GPU copy of the weights over the instance's own PCIe lanes (weights / (gpus x
-pcie)); at level 2, a reload from the fastest tier that holds the checkpoint, sharing the
-server's links as a cold start's load does. Falling asleep by keep-alive is instant (no
-one waits for those GPUs). Asleep, an engine is charged GPU-seconds for the share of its
-GPUs' memory it keeps. Requests join a sleeping engine of their model (waking it) after
-warm and starting instances, before any new start.
+Waking takes free GPUs, then those of idle instances in the order starts reclaim them
+(the keep-alive policy's), each put to sleep in turn if it can (a swap: the wake waits for
+a level-1 engine's weights to cross to DRAM over its PCIe lanes) or stopped as a start
+would. It then lasts, at level 1, the host-to-GPU copy of the weights over the instance's
+own PCIe lanes (weights / (gpus x pcie)); at level 2, a reload from the fastest tier that
+holds the checkpoint (pinned before the swap, as a start's load is from its decision),
+sharing the server's links as a cold start's load does. `wake_s` prices a wake without
+making it, the one estimate both the policies are offered and the wake records. Falling
+asleep by keep-alive is instant (no one waits for those GPUs). Asleep, an engine is
+charged GPU-seconds for the share of its GPUs' memory it keeps. Requests join a sleeping
+engine of their model (waking it) after warm and starting instances: before any new
+start, unless the policy weighs wakes against starts (`Policy.weighs_wakes`).
 """
 
 from collections.abc import Callable
@@ -109,8 +112,8 @@ class Sleepers:
         offers: dict[int, Sleeping] = {}
         for instance in islice(self.asleep[model], PROBES):
             if instance.server not in offers and can_start(instance.server, model):
-                level, wake_s = self._level(instance), self.wake_s(instance)
-                offers[instance.server] = Sleeping(instance.server, instance.id, level, wake_s)
+                wake_s = self.wake_s(instance)
+                offers[instance.server] = Sleeping(instance.server, instance.id, wake_s)
         return list(offers.values())
 
     def engine(self, model: str, server: int, instance_id: int) -> Instance | None:

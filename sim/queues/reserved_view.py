@@ -4,8 +4,8 @@ A reservation holds `gpus` GPUs of one server for the queue's head. Every other 
 policy reads the cluster through this view: the reserved server's available GPUs less
 those reserved (so it is no candidate unless it has GPUs beyond them), none of its
 running instances to migrate or preempt, and its sleeping engines only if a wake leaves
-the reservation whole. The estimator and every policy thus price and
-choose only options that leave the reservation whole.
+the reservation whole. The estimator and every policy thus price and choose only options
+that leave the reservation whole.
 """
 
 from collections.abc import Iterator

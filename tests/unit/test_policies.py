@@ -188,11 +188,11 @@ def test_startup_aware_takes_the_cheapest_estimate():
 def test_startup_aware_weighs_wakes_against_starts_and_prefers_a_wake_on_a_tie():
     # Server 0 holds m in DRAM: a start there takes 2 + 1 = 3 s.
     view = View(in_use=[0, 4, 4, 4], dram={"m": [0]})
-    view.asleep = [Sleeping(1, 7, 2, 4.0)]  # a reload from a slower tier: 4 s
+    view.asleep = [Sleeping(1, 7, 4.0)]  # a reload from a slower tier: 4 s
     assert place("startup-aware", view) == Start(0, 3.0)
-    view.asleep.append(Sleeping(2, 9, 1, 3.0))  # a copy from DRAM: 3 s, as the start
+    view.asleep.append(Sleeping(2, 9, 3.0))  # as long as the start
     assert place("startup-aware", view) == Wake(2, 9, 3.0)
-    view.asleep.append(Sleeping(3, 5, 1, 0.5))
+    view.asleep.append(Sleeping(3, 5, 0.5))
     assert place("startup-aware", view) == Wake(3, 5, 0.5)
 
 

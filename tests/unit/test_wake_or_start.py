@@ -80,7 +80,7 @@ def test_a_start_on_a_dram_holder_beats_a_slow_remote_reload(tmp_path, monkeypat
 
     monkeypatch.setattr(Sleepers, "offers", spy)
     sim = simulate(config(tmp_path, "1GiB/s"), ROWS, "startup-aware", check=True)
-    assert offered[-1] == [Sleeping(server=0, instance=1, level=2, wake_s=4.0)]
+    assert offered[-1] == [Sleeping(server=0, instance=1, wake_s=4.0)]
     assert list(sim.table.server) == [1, 0, 1]
     assert list(sim.table.ttft_s) == [4.5, 6.5, 3.5]
     assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 3.0
