@@ -103,6 +103,17 @@ def test_a_reload_pins_its_source_before_the_swap_reserves_dram(tmp_path, policy
     assert sim.table.frame()["tier"][2] == "dram"
 
 
+def test_the_dram_a_wake_may_reserve_counts_the_checkpoint_it_will_pin():
+    cache = CheckpointCache(8, lambda model, held: None)
+    cache.admit("a", 4)
+    cache.admit("b", 2)
+    assert cache.reservable() == 8  # every entry can be evicted
+    assert cache.reservable("a") == 4 and cache.reservable("c") == 8
+    cache.pin("a")
+    assert cache.reservable() == cache.reservable("a") == 4  # counted once
+    assert cache.reserve(4) and not cache.reserve(1)
+
+
 def test_an_engine_that_would_keep_too_much_gpu_memory_stops_instead(tmp_path):
     # 13 GiB kept > the 16 - 4 GiB a GPU keeps free for the largest awake model.
     sim = simulate(config(tmp_path, memory="13GiB"), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)])
