@@ -3,7 +3,7 @@ never fails on time.
 
     python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
         [--policies locality,startup-aware] [--gpus 8] [--rate-per-server 0.5] [--peer]
-        [--sleep] [--json]
+        [--sleep] [--ewl] [--json]
 
 Each cell of the matrix (requests x servers x policy) runs in a fresh process, so peak
 memory is the cell's own. The workload: a synthetic trace (`traces.generate`: Poisson
@@ -12,7 +12,9 @@ proportionally more load; token lengths resampled from the bundled Azure LLM 202
 trace; models by Zipf popularity over the default catalog), on the default cluster
 with `--servers` servers of `--gpus` GPUs (`--peer`: with peer loading on, its default
 links, docs/peer-loading.md; `--sleep`: idle engines sleep at level 1, keeping 2 GiB a GPU,
-for up to 600 s after the keep-alive, docs/sleep-and-overlap.md). Printed per cell:
+for up to 600 s after the keep-alive; `--ewl`: every model of the catalog on an engine of
+the default start-up, the fixed `instance_startup_s` then the load, that executes while
+loading, docs/sleep-and-overlap.md). Printed per cell:
 simulated requests per wall second, events per request, and peak resident memory beyond
 the trace's own columns, per request; then, per policy and request count, the per-request
 cost at each cluster size relative to the smallest (flat is 1.0).
@@ -27,14 +29,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import tomli_w
 
 import traces
 from sim.common import seeds
+from sim.common.toml_file import default_cluster
 from sim.config import read_config
 from sim.simulator import Simulation
 from traces.generate import synthesize
 
-SLEEP = 'level = 1, gpu_memory = "2GiB"'  # as benchmarks/mechanisms.py
+SLEEP = {"level": 1, "gpu_memory": "2GiB"}  # as benchmarks/mechanisms.py
+EWL = "ewl"  # the engine `--ewl` puts every model on
 
 
 def peak_rss_bytes() -> int:
@@ -43,6 +48,22 @@ def peak_rss_bytes() -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def cluster(servers: int, gpus: int, peer: bool, sleep: bool, ewl: bool) -> dict:
+    """The cluster file of a cell: the default cluster, `servers` servers of `gpus` GPUs,
+    with the mechanisms switched on."""
+    table: dict = {"servers": [{"count": servers, "gpus": gpus}]}
+    if peer:
+        table["peer_loading"] = True
+    if sleep:
+        table |= {"keep_alive": "fixed:sleep=600", "sleep": dict(SLEEP)}
+    if ewl:
+        defaults = default_cluster()
+        stages = [{"name": "startup", "seconds": defaults["instance_startup_s"]}, {"name": "load"}]
+        table["engines"] = {EWL: {"stages": stages, "execute_while_load": True}}
+        table["models"] = {m: {**spec, "engine": EWL} for m, spec in defaults["models"].items()}
+    return table
 
 
 def measure(
@@ -54,14 +75,12 @@ def measure(
     seed: int,
     peer: bool = False,
     sleep: bool = False,
+    ewl: bool = False,
 ) -> dict:
     """One cell, in this process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
-        switch = "peer_loading = true\n" if peer else ""
-        if sleep:
-            switch += f'keep_alive = "fixed:sleep=600"\nsleep = {{ {SLEEP} }}\n'
-        path.write_text(f"{switch}[[servers]]\ncount = {servers}\ngpus = {gpus}\n")
+        path.write_text(tomli_w.dumps(cluster(servers, gpus, peer, sleep, ewl)))
         config = read_config(path)
     trace = synthesize(
         np.random.default_rng(seed),
@@ -82,6 +101,7 @@ def measure(
         "servers": servers,
         "gpus_per_server": gpus,
         "policy": policy,
+        "mechanisms": [name for name, on in (("peer", peer), ("sleep", sleep), ("ewl", ewl)) if on],
         "wall_s": wall,
         "requests_per_wall_s": requests / wall,
         "events_per_request": sim.clock.fired / requests,
@@ -96,14 +116,21 @@ def measure(
 
 
 def measure_in_child(
-    requests: int, servers: int, gpus: int, policy: str, rate: float, peer: bool, sleep: bool
+    requests: int,
+    servers: int,
+    gpus: int,
+    policy: str,
+    rate: float,
+    peer: bool,
+    sleep: bool,
+    ewl: bool,
 ) -> dict:
     """One cell in a fresh interpreter, so its peak memory is its own."""
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
         "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
     )
-    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep])
+    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep, ewl])
     here = str(Path(__file__).parent)
     out = subprocess.run(
         [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
@@ -148,6 +175,7 @@ def main() -> None:
     parser.add_argument("--rate-per-server", type=float, default=0.5)
     parser.add_argument("--peer", action="store_true", help="with peer loading on")
     parser.add_argument("--sleep", action="store_true", help="with sleeping engines on")
+    parser.add_argument("--ewl", action="store_true", help="with execute-while-load on")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     cells = []
@@ -162,6 +190,7 @@ def main() -> None:
                     args.rate_per_server,
                     args.peer,
                     args.sleep,
+                    args.ewl,
                 )
                 cells.append(cell)
                 if not args.json:

@@ -1,7 +1,8 @@
 """The placement-policy interface: a pure decision over a read-only view of the cluster.
 
 When a request finds no warm instance of its model with room, the simulator asks the
-policy where to start a new instance. A policy never touches SimPy or mutates the
+policy where to start a new instance (or, for a policy that weighs wakes, whether to wake
+a sleeping engine instead). A policy never touches SimPy or mutates the
 cluster; it reads the `ClusterView` and returns a decision, so it can be unit-tested on a
 hand-built view. Policies register themselves by name; `policies/__init__.py` imports
 every module of the package, so adding a policy is adding one file.
@@ -55,11 +56,21 @@ class Start:
 
 
 @dataclass(frozen=True)
+class Wake:
+    """Wake sleeping engine `instance` on `server`, one `ClusterView.sleeping` offers;
+    `estimate_s` as in `Start` (the offer's `wake_s` for a policy that prices it)."""
+
+    server: int
+    instance: int
+    estimate_s: float = float("nan")
+
+
+@dataclass(frozen=True)
 class Wait:
     """Leave the request queued; the simulator asks again when capacity frees up."""
 
 
-Decision = Start | Wait
+Decision = Start | Wake | Wait
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,15 @@ class Running:
     tokens: float  # context tokens (prompt + generated) whose KV cache it holds
     decoding: int  # requests in its decode batch
     step_s: float  # seconds per decode step at that batch size
+
+
+@dataclass(frozen=True)
+class Sleeping:
+    """A sleeping engine that a wake could take now (`sim.sleepers`)."""
+
+    server: int
+    instance: int
+    wake_s: float  # seconds until it would be ready: the swap, then the copy or reload
 
 
 @dataclass(frozen=True)
@@ -158,6 +178,11 @@ class ClusterView(Protocol):
         """The busy warm instances on `server` that could be migrated or preempted."""
         ...
 
+    def sleeping(self, model: str) -> list[Sleeping]:
+        """Sleeping engines of `model` a wake could take now, the oldest per server, among
+        the oldest few of the model; empty when engines do not sleep."""
+        ...
+
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
         """The cost model of migrating an instance of `model` between two servers."""
         ...
@@ -165,6 +190,10 @@ class ClusterView(Protocol):
 
 class Policy(ABC):
     name: ClassVar[str]
+    # Whether the policy weighs wakes against starts: then a request with no warm instance
+    # to join comes to it even when an engine of its model sleeps, and it may answer
+    # `Wake`; otherwise the simulator wakes the oldest engine it can before asking it.
+    weighs_wakes: ClassVar[bool] = False
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng

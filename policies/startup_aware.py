@@ -10,12 +10,16 @@ up to `HOLDER_PROBES` holders with room are priced, and as many busy holders for
 migration (on a big cluster a popular checkpoint sits in hundreds of DRAM caches, and
 pricing them all made decisions grow with the cluster; finding those with room is a
 cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, in the
-cluster's candidate order (best fit first). Ties go to the lower server id. The chosen
-estimate is recorded. With execute-while-load, each estimate is the effective startup
-(the load hides most of the request's prefill).
+cluster's candidate order (best fit first). It weighs wakes too: each sleeping engine of
+the model the view offers (`ClusterView.sleeping`) is an option priced at its `wake_s`
+(a swap of idle instances, then the copy from DRAM or the reload from a tier). Ties go to
+a wake, then to the lower server id. The chosen estimate is recorded. With
+execute-while-load, a start's estimate is the effective startup (the load hides most of
+the request's prefill); a wake hides none (a woken engine prefills once ready), so its
+estimate is its whole wake.
 """
 
-from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
+from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, Wake, register
 from policies.displacement import cheapest_moves, first_round_cost
 from policies.estimator import migration_start_s, start_s
 from sim.common.tiers import CACHE_TIERS
@@ -25,11 +29,14 @@ from sim.common.tiers import CACHE_TIERS
 class StartupAware(Policy):
     HOLDER_PROBES = 16  # per tier
     REMOTE_PROBES = 8
+    weighs_wakes = True
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
         hidden = view.hidden_prefill_s(model, request.input_tokens)
-        options: list[Start] = []
+        options: list[Start | Wake] = [
+            Wake(s.server, s.instance, s.wake_s) for s in view.sleeping(model)
+        ]
         holders: set[int] = set()
         for tier in CACHE_TIERS:
             tier_holders = [s for s in view.holders(model, tier) if s not in holders]
@@ -49,7 +56,7 @@ class StartupAware(Policy):
                 probed += 1
         if not options:
             return Wait()
-        return min(options, key=lambda o: (o.estimate_s, o.server))
+        return min(options, key=lambda o: (o.estimate_s, isinstance(o, Start), o.server))
 
     @staticmethod
     def _migration_option(

@@ -67,9 +67,16 @@ class CheckpointCache:
     def release(self, size: int) -> None:
         self.reserved -= size
 
-    def _make_room(self, size: int) -> bool:
+    def reservable(self, pinning: str = "") -> int:
+        """Bytes `reserve` could take now, evicting every unpinned entry, were `pinning`
+        pinned too (a wake pricing its reload before the swap that reserves)."""
         pinned = sum(self._entries[m] for m in self._pins if m in self._entries)
-        if size > self.capacity - pinned - self.reserved:
+        if pinning in self._entries and pinning not in self._pins:
+            pinned += self._entries[pinning]
+        return self.capacity - pinned - self.reserved
+
+    def _make_room(self, size: int) -> bool:
+        if size > self.reservable():
             return False
         for victim in [m for m in self._entries if m not in self._pins]:
             if self.used + self.reserved + size <= self.capacity:

@@ -8,9 +8,9 @@ class is also the policies' read-only `ClusterView`.
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from policies.base import RoundCost, Running
+from policies.base import RoundCost, Running, Sleeping
 from sim.clock import Clock
 from sim.common.stages import Step
 from sim.common.tiers import CACHE_TIERS
@@ -69,6 +69,14 @@ class Cluster:
         # Which idle instance of a server stops first when a start needs its GPUs (the
         # keep-alive policy's choice; the longest idle unless it says otherwise).
         self.victim: Callable[[Server], Instance] = lambda server: next(iter(server.idle))
+        # The same choice made in advance: the idle instances in the order `victim` takes
+        # them (a wake prices its swap before it makes it).
+        self.reclaim_order: Callable[[Server], Iterable[Instance]] = lambda server: server.idle
+        # The sleeping engines of a model a wake could take, given a view's `can_start`
+        # (`Sleepers.offers`, when engines sleep).
+        self.wake_offers: Callable[[str, Callable[[int, str], bool]], list[Sleeping]] = (
+            lambda model, can_start: []
+        )
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
@@ -157,11 +165,16 @@ class Cluster:
         return self._steps[model]
 
     def load_s(self, server: int, model: str, delay: float) -> float:
-        s, spec = self.servers[server], self.models[model]
         if self.peer is not None:
-            peer_s = self.peer.load_s(s, spec, delay)
+            peer_s = self.peer.load_s(self.servers[server], self.models[model], delay)
             if peer_s is not None:
                 return peer_s
+        return self.tier_load_s(server, model, delay)
+
+    def tier_load_s(self, server: int, model: str, delay: float) -> float:
+        """`load_s` from the fastest tier holding the checkpoint, never a peer (a wake's
+        reload)."""
+        s, spec = self.servers[server], self.models[model]
         links = LINKS[fastest_tier(s, model)]
         return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
 
@@ -188,6 +201,9 @@ class Cluster:
             for i in self.servers[server].instances
             if i.movable
         ]
+
+    def sleeping(self, model: str) -> list[Sleeping]:
+        return self.wake_offers(model, self.can_start)
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
         m = self._config.migration

@@ -3,14 +3,17 @@
 The keep-alive policy (`sim.keep_alive`) says how long an instance that went idle stays
 warm, which idle instance gives up its GPUs first, and when to pre-warm: start an
 instance of a model before its next request, through the placement policy and the load
-path like any start (but never displacing a running instance).
+path like any start (but never displacing a running instance), or wake a sleeping engine
+if the policy weighs wakes and chooses one.
 
 A request joins a warm (or starting) instance of its model with room in its batch; else,
-if the queue discipline lets it, the policy decides where a new instance starts, or that
-it waits. Waiting requests are retried whenever capacity frees up: a batch slot, or an
-instance going idle (its GPUs can be reclaimed); the queue discipline (`sim.queues`)
-decides in what order, and what a reservation hides. Events per request: its arrival,
-its prefill and its finish, plus a startup, a load and a keep-alive timer per cold start.
+if engines sleep and the policy does not weigh wakes, it wakes one of its model
+(`sim.sleepers`); else, if the queue discipline lets it, the policy decides where a new
+instance starts, which engine wakes (if it weighs wakes), or that it waits. Waiting
+requests are retried whenever capacity frees up: a batch slot, or an instance going idle
+(its GPUs can be reclaimed); the queue discipline (`sim.queues`) decides in what order,
+and what a reservation hides. Events per request: its arrival, its prefill and its
+finish, plus a startup, a load and a keep-alive timer per cold start.
 
 A decision may free GPUs first: by live migration (`sim.migration`; the new instance
 starts once every instance it displaces has left) or by preemption (the displaced
@@ -28,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from policies import get_policy
-from policies.base import Request, Start
+from policies.base import Request, Start, Wake
 from sim.clock import Clock, Timer
 from sim.cluster import Cluster
 from sim.common.tiers import LOAD_TIERS, Tier
@@ -83,10 +86,12 @@ class Simulation:
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
+        self.cluster.reclaim_order = self.keep_alive.reclaim_order
         # Sleeping engines (`sim.sleepers`), when the keep-alive lets instances sleep.
         self.sleepers: Sleepers | None = None
         if self.keep_alive.sleep_s:
             self.sleepers = Sleepers(config, self.cluster, self.clock, self.keep_alive.sleep_s)
+            self.cluster.wake_offers = self.sleepers.offers
         # The `keep_alive` of an idle instance kept until its GPUs are needed: never fires.
         self._until_needed = Timer(self.clock, self._expire, ())
         self._prewarm_at: dict[str, Timer] = {}  # pending pre-warm per model
@@ -176,7 +181,9 @@ class Simulation:
         if instance is not None:
             self._join(i, instance, "warm" if instance.state == WARM else instance.tier)
             return True
-        if self.sleepers is not None:  # wake a sleeping engine of the model if one can
+        if self.sleepers is not None and not self.policy.weighs_wakes:
+            # Wake a sleeping engine of the model if one can (a policy that weighs wakes
+            # is offered them instead).
             woken = self.sleepers.wake_for(model, self.queue.view(i).can_start)
             if woken is not None:
                 self._demand(model)
@@ -192,6 +199,11 @@ class Simulation:
             bool(t.preemptions[i]),
         )
         decision = self.policy.place(request, self.queue.view(i))
+        if isinstance(decision, Wake):
+            instance = self._woken(model, decision)
+            self._demand(model)
+            self._join(i, instance, instance.tier, decision.estimate_s)
+            return True
         if not isinstance(decision, Start):
             return False
         if decision.preempt and request.preempted:
@@ -205,6 +217,18 @@ class Simulation:
         self._demand(model)
         self._join(i, instance, instance.tier, decision.estimate_s)
         return True
+
+    def _woken(self, model: str, decision: Wake) -> Instance:
+        """Carry out a policy's `Wake` of an engine of `model` its view offered."""
+        sleepers, server = self.sleepers, decision.server
+        engine = None if sleepers is None else sleepers.engine(model, server, decision.instance)
+        if sleepers is None or engine is None or not self.cluster.can_start(server, model):
+            raise RuntimeError(
+                f"policy {self.policy.name}: instance {decision.instance} on server "
+                f"{server} is not a sleeping {model} engine that can wake now"
+            )
+        sleepers.wake(engine)
+        return engine
 
     def _movable(self, server: int, instance_id: int) -> Instance:
         instance = self.cluster.instance(server, instance_id)
@@ -394,13 +418,19 @@ class Simulation:
 
     def _prewarm(self, model: str) -> None:
         """Start an instance of `model` for the request the policy expects, where the
-        placement policy would start one; not if the model has an instance already, nor
-        if a start there would displace a running instance."""
+        placement policy would start one (or wake the engine it would wake); not if the
+        model has an instance already, nor if a start there would displace a running
+        instance."""
         del self._prewarm_at[model]
         if self.cluster.live[model]:
             return
         request = Request(-1, model, self.clock.now, 1, 1)
         decision = self.policy.place(request, self.queue.view(-1))
+        if isinstance(decision, Wake):
+            instance = self._woken(model, decision)
+            instance.prewarmed = True
+            self.prewarms += 1
+            return
         if not isinstance(decision, Start) or decision.migrate or decision.preempt:
             return
         instance = self._launch(model, decision.server)

@@ -13,7 +13,7 @@ never offered a migration it could not carry out.
 
 from collections.abc import Callable, Iterable
 
-from policies.base import RoundCost, Running
+from policies.base import RoundCost, Running, Sleeping
 from sim.cache import CheckpointCache
 from sim.common.stages import Step, default_steps
 from sim.common.tiers import CACHE_TIERS
@@ -135,6 +135,9 @@ class Books:
 
     def running(self, server: int) -> list[Running]:
         return []
+
+    def sleeping(self, model: str) -> list[Sleeping]:
+        return []  # the real replay's engines do not sleep
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
         raise NotImplementedError("the real replay does not migrate")

@@ -22,6 +22,8 @@ from sim.common.registry import Registry
 from sim.keep_alive.params import number
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import numpy as np
 
     from sim.instance import Instance
@@ -67,6 +69,11 @@ class KeepAlive(ABC):
     def victim(self, server: "Server") -> "Instance":
         """The idle instance of `server` to stop for a start: the longest idle."""
         return next(iter(server.idle))
+
+    def reclaim_order(self, server: "Server") -> "Iterable[Instance]":
+        """The idle instances of `server` in the order successive `victim` calls would
+        give them, changing nothing (a wake prices its swap before it makes it)."""
+        return server.idle
 
 
 _REGISTRY: Registry[KeepAlive] = Registry("keep-alive policy")

@@ -53,3 +53,6 @@ class GreedyDual(KeepAlive):
         chosen = min(server.idle, key=self.priority.__getitem__)  # the first of equals
         self._clock[server.id] = self.priority.pop(chosen)
         return chosen
+
+    def reclaim_order(self, server: "Server") -> "list[Instance]":
+        return sorted(server.idle, key=self.priority.__getitem__)  # stable: as `victim`

@@ -2,15 +2,16 @@
 
 A reservation holds `gpus` GPUs of one server for the queue's head. Every other request's
 policy reads the cluster through this view: the reserved server's available GPUs less
-those reserved (so it is no candidate unless it has GPUs beyond them), and none of its
-running instances to migrate or preempt. The estimator and every policy thus price and
-choose only options that leave the reservation whole.
+those reserved (so it is no candidate unless it has GPUs beyond them), none of its
+running instances to migrate or preempt, and its sleeping engines only if a wake leaves
+the reservation whole. The estimator and every policy thus price and choose only options
+that leave the reservation whole.
 """
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from policies.base import RoundCost, Running, least_occupied
+from policies.base import RoundCost, Running, Sleeping, least_occupied
 from sim.common.stages import Step
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ class ReservedView:
 
     def running(self, server: int) -> list[Running]:
         return [] if server == self.server else self._cluster.running(server)
+
+    def sleeping(self, model: str) -> list[Sleeping]:
+        return self._cluster.wake_offers(model, self.can_start)
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
         return self._cluster.round_cost(model, source, destination)

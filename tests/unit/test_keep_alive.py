@@ -8,6 +8,8 @@ start-up and 2 s of load (2 GiB/s); a start once it is in DRAM loads over one GP
 0.125 s.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -144,6 +146,25 @@ def test_a_long_fixed_keep_alive_evicts_the_longest_idle_instead(tmp_path):
     # a, idle since 7.5, goes first; at 13 a reclaims b and starts again from DRAM.
     assert tiers(sim)[4:] == ["ssd", "dram"]
     assert sim.table.ttft_s[5] == 2.0 + 1.0 + 0.5
+
+
+class Stand:
+    """Stands for an idle instance: the policy only keys its priorities on it."""
+
+
+def test_greedy_dual_names_its_victims_in_order_beforehand():
+    # A wake prices its swap with `reclaim_order` before `victim` picks them one by one.
+    policy = make_keep_alive("greedy-dual", 60.0)
+    x, y, z = Stand(), Stand(), Stand()
+    server = SimpleNamespace(id=0, idle={x: 1.0, y: 2.0, z: 3.0})
+    policy.priority.update({x: 5.0, y: 2.0, z: 5.0})
+    order = list(policy.reclaim_order(server))
+    assert order == [y, x, z]  # the lowest priority first, the longest idle of equals
+    victims = []
+    while server.idle:
+        victims.append(policy.victim(server))
+        del server.idle[victims[-1]]
+    assert victims == order
 
 
 def test_greedy_dual_counts_frequency_from_the_trace(tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from policies import get_policy, policy_names
-from policies.base import Move, Request, RoundCost, Running, Start, Wait
+from policies.base import Move, Request, RoundCost, Running, Sleeping, Start, Wait, Wake
 from sim.common.stages import default_steps
 
 LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
@@ -22,6 +22,7 @@ class View:
     dram: dict[str, list[int]] = field(default_factory=dict)
     ssd: dict[str, list[int]] = field(default_factory=dict)
     busy: dict[int, list[Running]] = field(default_factory=dict)
+    asleep: list[Sleeping] = field(default_factory=list)  # offered wakes, any model
     now: float = 0.0
 
     def steps(self, model):
@@ -80,6 +81,9 @@ class View:
 
     def round_cost(self, model, source, destination):
         return COST
+
+    def sleeping(self, model):
+        return self.asleep
 
 
 def busy(instance_id, model, gpus, tokens):
@@ -179,6 +183,22 @@ def test_startup_aware_takes_the_cheapest_estimate():
     decision = place("startup-aware", view, "big")
     assert decision.server == 0 and decision.migrate == (Move(1, 3), Move(3, 3))
     assert 3.0 + 2.0 + 1.0 < decision.estimate_s < 18.0
+
+
+def test_startup_aware_weighs_wakes_against_starts_and_prefers_a_wake_on_a_tie():
+    # Server 0 holds m in DRAM: a start there takes 2 + 1 = 3 s.
+    view = View(in_use=[0, 4, 4, 4], dram={"m": [0]})
+    view.asleep = [Sleeping(1, 7, 4.0)]  # a reload from a slower tier: 4 s
+    assert place("startup-aware", view) == Start(0, 3.0)
+    view.asleep.append(Sleeping(2, 9, 3.0))  # as long as the start
+    assert place("startup-aware", view) == Wake(2, 9, 3.0)
+    view.asleep.append(Sleeping(3, 5, 0.5))
+    assert place("startup-aware", view) == Wake(3, 5, 0.5)
+
+
+def test_only_startup_aware_weighs_wakes():
+    weighs = {name for name in policy_names() if get_policy(name).weighs_wakes}
+    assert weighs == {"startup-aware"}
 
 
 def test_migration_finds_destinations_for_every_displaced_instance_if_any_exist():

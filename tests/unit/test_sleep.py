@@ -44,11 +44,15 @@ def test_a_level_1_engine_sleeps_after_its_keep_alive_and_wakes_over_pcie(tmp_pa
     assert list(log["ended_s"]) == [14.5, 20.0, 29.5, 129.5]
 
 
-def test_a_level_2_engine_reloads_from_the_fastest_tier(tmp_path):
+@pytest.mark.parametrize("policy", ["locality", "startup-aware"])
+def test_a_level_2_engine_reloads_from_the_fastest_tier(tmp_path, policy):
     # SSD load 2 -> 4 s, done 4.5, asleep at 12.5 with no DRAM kept; the checkpoint went
-    # into DRAM with the load, so the wake reloads it from there: 1 s.
+    # into DRAM with the load, so the wake reloads it from there: 1 s (`startup-aware`
+    # prices a start from DRAM at 2 + 1 s: it wakes).
     sim = simulate(
-        config(tmp_path, level=2, ssd_a="[0]"), [(0.0, "a", 512, 1), (20.0, "a", 512, 1)]
+        config(tmp_path, level=2, ssd_a="[0]"),
+        [(0.0, "a", 512, 1), (20.0, "a", 512, 1)],
+        policy,
     )
     assert list(sim.table.ttft_s) == [4.5, 1.5]
     assert sim.table.estimate_s[1] == sim.table.startup_s[1] == 1.0
@@ -56,19 +60,58 @@ def test_a_level_2_engine_reloads_from_the_fastest_tier(tmp_path):
     assert list(sim.cluster.log.frame()["tier"])[:3] == ["ssd", "ssd", "dram"]
 
 
-def test_a_sleeping_engine_frees_its_gpu_and_wakes_by_swapping_once_it_is_idle(tmp_path):
+@pytest.mark.parametrize("policy", ["locality", "startup-aware"])
+def test_a_sleeping_engine_frees_its_gpu_and_wakes_by_swapping_once_it_is_idle(tmp_path, policy):
     # One GPU. a sleeps at 14.5; b starts on the freed GPU at 15 (ready 21, busy until
     # 21 + 2 = 23 prefilling); a request for a at 22 waits for the GPU. At 23 b idles and
     # the wake swaps it out: b's weights to DRAM (1 s), then a's back (1 s): a is ready at
-    # 25 and its prefill ends at 25.5, TTFT 3.5. b sleeps from 23 on.
+    # 25 and its prefill ends at 25.5, TTFT 3.5. b sleeps from 23 on. `startup-aware`
+    # prices the wake at 2 s before it swaps, against a start on the GPU b leaves: b's
+    # load put b in DRAM, evicting a's checkpoint (a's reserved weights are not a cache
+    # entry), so 2 s, then a's from the SSD (where its remote load put it), 2 s: it wakes.
     rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
-    sim = simulate(config(tmp_path, gpus=1), rows, check=True)
+    sim = simulate(config(tmp_path, gpus=1), rows, policy, check=True)
     assert list(sim.table.ttft_s) == [6.5, 8.0, 3.5]
-    assert sim.table.estimate_s[2] == 2.0  # the swap's offload, then the copy
+    assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 2.0  # offload, then copy
     assert sim.sleepers.wakes[1] == 1
     log = sim.cluster.log.frame()
     b = log[log["instance"] == 1]
     assert list(zip(b["ended_s"], b["end"], strict=True)) == [(23.0, "asleep"), (123.0, "expired")]
+
+
+@pytest.mark.parametrize("policy", ["locality", "startup-aware"])
+def test_a_reload_pins_its_source_before_the_swap_reserves_dram(tmp_path, policy):
+    # a's engine sleeps at level 2, b at level 1; one GPU, 8 GiB of DRAM. a loads
+    # remotely (2 -> 6 s; its checkpoint into SSD and DRAM), sleeps at 14.5 keeping no
+    # DRAM. b starts at 15 (ready 21, b into DRAM beside a), prefills until 23; a request
+    # for a at 22 waits. At 23 the wake pins a's DRAM copy, then swaps b out: b's 4 GiB
+    # reservation can only evict b's entry (1 s), and a reloads from DRAM (1 s): ready at
+    # 25, TTFT 3.5, priced at 2 s beforehand. Unpinned, the reservation would have
+    # evicted a, the least recently used, and a would reload from the SSD.
+    config(tmp_path, gpus=1)
+    path = tmp_path / "sleepy.toml"
+    text = path.read_text().replace("[models.a]", '[models.a]\nengine = "deep"')
+    path.write_text(
+        text + '[engines.deep]\nstages = [{name = "init", seconds = 2.0}, {name = "load"}]\n'
+        'sleep = {level = 2, gpu_memory = "2GiB"}\n'
+    )
+    rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
+    sim = simulate(read_config(path), rows, policy, check=True)
+    assert list(sim.table.ttft_s) == [6.5, 8.0, 3.5]
+    assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 2.0
+    assert sim.sleepers.wakes == {1: 0, 2: 1}
+    assert sim.table.frame()["tier"][2] == "dram"
+
+
+def test_the_dram_a_wake_may_reserve_counts_the_checkpoint_it_will_pin():
+    cache = CheckpointCache(8, lambda model, held: None)
+    cache.admit("a", 4)
+    cache.admit("b", 2)
+    assert cache.reservable() == 8  # every entry can be evicted
+    assert cache.reservable("a") == 4 and cache.reservable("c") == 8
+    cache.pin("a")
+    assert cache.reservable() == cache.reservable("a") == 4  # counted once
+    assert cache.reserve(4) and not cache.reserve(1)
 
 
 def test_an_engine_that_would_keep_too_much_gpu_memory_stops_instead(tmp_path):

@@ -1,0 +1,57 @@
+"""benchmarks/sim_speed.py: each mechanism switch changes only what it names, and a cell
+runs with all of them on."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import tomli_w
+
+from sim.common.stages import default_steps
+from sim.config import read_config
+
+
+@pytest.fixture
+def sim_speed(repo_root, monkeypatch):
+    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
+    import sim_speed
+
+    return sim_speed
+
+
+def read(sim_speed, tmp_path, **switches):
+    path = tmp_path / "cluster.toml"
+    flags = {"peer": False, "sleep": False, "ewl": False} | switches
+    path.write_text(tomli_w.dumps(sim_speed.cluster(4, 8, **flags)))
+    return read_config(path)
+
+
+def test_ewl_puts_every_model_on_an_engine_of_the_default_start_up(sim_speed, tmp_path):
+    plain, ewl = read(sim_speed, tmp_path), read(sim_speed, tmp_path, ewl=True)
+    assert not plain.overlapped and list(ewl.models) == list(plain.models)
+    for name, spec in ewl.models.items():
+        assert ewl.pipelined(name)
+        assert ewl.steps(name) == plain.steps(name) == default_steps(plain.instance_startup_s)
+        assert spec.weights == plain.models[name].weights
+    assert ewl.peer_loading is False and ewl.sleep is None
+
+
+def test_peer_and_sleep_switch_on_their_mechanism_alone(sim_speed, tmp_path):
+    peer, sleep = read(sim_speed, tmp_path, peer=True), read(sim_speed, tmp_path, sleep=True)
+    assert peer.peer_loading and peer.sleep is None and not peer.overlapped
+    assert sleep.sleep[""].level == 1 and sleep.keep_alive == "fixed:sleep=600"
+    assert not sleep.peer_loading and not sleep.overlapped
+
+
+def test_a_cell_runs_with_every_mechanism_on(repo_root):
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    out = subprocess.run(
+        [
+            sys.executable, str(script), "--requests", "300", "--servers", "2",
+            "--policies", "startup-aware", "--peer", "--sleep", "--ewl", "--json",
+        ],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    (cell,) = json.loads(out)["cells"]
+    assert cell["mechanisms"] == ["peer", "sleep", "ewl"] and cell["requests"] == 300

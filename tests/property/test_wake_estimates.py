@@ -1,0 +1,54 @@
+"""Property: on any cluster (`test_random_clusters`'s), an engine woken at level 1 is
+ready exactly when its wake was priced to be (`Sleepers.wake_s`: the swap, then the copy
+over PCIe, replayed before the wake makes them), under a policy that weighs wakes and one
+that wakes first. Instances idle for 1 s fall asleep for up to 30 s, so a 60-s trace
+wakes them often."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sim.common import seeds
+from sim.config import read_config
+from sim.simulator import Simulation
+from tests.property.test_random_clusters import clusters
+
+SLEEPY = 'keep_alive = "fixed:1,sleep=30"\nsleep = {level = 1, gpu_memory = "1GiB"}\n'
+TOP = ("keep_alive", "sleep =")  # the drawn cluster's keep-alive and sleep lines
+
+
+@pytest.mark.parametrize("policy", ["startup-aware", "locality"])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=clusters(), data=st.data())
+def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy, cluster, data):
+    kept = [line for line in cluster.splitlines() if not line.startswith(TOP)]
+    path = tmp_path / "cluster.toml"
+    path.write_text(SLEEPY + "\n".join(kept) + "\n")
+    config = read_config(path)
+    rows = data.draw(
+        st.lists(
+            st.tuples(
+                st.floats(0.0, 60.0, allow_nan=False),
+                st.sampled_from(list(config.models)),
+                st.integers(1, 4096),
+                st.integers(1, 40),
+            ),
+            min_size=1,
+            max_size=60,
+        )
+    )
+    trace = pd.DataFrame(
+        sorted(rows), columns=["arrival_s", "model", "input_tokens", "output_tokens"]
+    )
+    sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
+    sim.run()
+    table, log = sim.table, sim.cluster.log.frame()
+    for woken in log[log["end"] == "woken"].itertuples():
+        for i in np.flatnonzero(
+            (table.instance == woken.instance)
+            & (table.placed_at == woken.ended_s)
+            & ~np.isnan(table.estimate_s)
+        ):  # the request that woke it (those joining meanwhile make no estimate)
+            assert table.estimate_s[i] == pytest.approx(table.startup_s[i], rel=1e-9, abs=1e-9)
