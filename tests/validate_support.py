@@ -4,7 +4,7 @@ it laid over, and the scheduler's books as a policy reads them."""
 import json
 from pathlib import Path
 
-from calibration.validate.scenario import QUICK, Layout, write_cluster
+from calibration.validate.scenario import QUICK, Layout, Scenario, write_cluster
 from calibration.validate.view import Books
 from sim.config import ClusterConfig, read_config
 
@@ -31,10 +31,12 @@ def write_profile(path: Path) -> Path:
     return path
 
 
-def cluster_config(work: Path, sizes: dict[str, int] = MODELS) -> ClusterConfig:
+def cluster_config(
+    work: Path, sizes: dict[str, int] = MODELS, scenario: Scenario = QUICK
+) -> ClusterConfig:
     """The cluster the replay writes for the simulator, of models of `sizes` bytes, with
     the fixed profile laid over it."""
-    write_cluster(QUICK, Layout(work, work), sizes)
+    write_cluster(scenario, Layout(work, work), sizes)
     return read_config(work / "cluster.toml", write_profile(work / "profile.json"))
 
 
