@@ -403,14 +403,17 @@ class Replay:
         self._migrations[source] = self._migrations[target] = migration
 
     def _migration_event(self, instance: Instance, event: str, message: dict, t: float) -> None:
+        """Pass a message on to the migration the instance takes part in. One from a
+        migration that ended (a target's answers after its source emptied) finds none, or
+        one where the instance plays the other part (that target, migrating now)."""
         migration = self._migrations.get(instance)
-        if migration is None:  # the release of a target whose source emptied
+        if migration is None:
             return
-        if event == "tokens":
+        if event == "tokens" and instance is migration.source:
             migration.tokens(message, t)
-        elif event == "recomputed":
+        elif event == "recomputed" and instance is migration.target:
             migration.recomputed()
-        else:
+        elif event == "resumed" and instance is migration.target:
             migration.resumed(t)
 
     def source_left(self, migration: Migration, moved: dict[int, int]) -> None:
