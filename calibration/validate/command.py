@@ -60,8 +60,10 @@ from sim.profile import read_profile
 
 PROG = "python -m calibration.validate"
 KIND = "validation"
-# The policies the real replay can carry out: it migrates live, but does not preempt.
+# The policies the real replay can carry out (it migrates live, but does not preempt), and
+# those it runs by default.
 POLICIES = ("random", "locality", "startup-aware", "migration")
+DEFAULT_POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
 STARTUP_PROBES = 3
 
@@ -71,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="a 30-request trace (CI)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
-    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated")
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="comma-separated")
     parser.add_argument("--seed", type=int, default=0, help="fixes the trace and policy draws")
     parser.add_argument(
         "--repeats",
