@@ -164,7 +164,7 @@ def test_a_real_replay_migrates_the_busy_instance_and_its_requests_finish(tmp_pa
     try:
         layout = Layout(tmp_path, shm)
         sizes = write_checkpoints(SCENARIO, layout)
-        config = cluster_config(tmp_path / "sim", sizes, SCENARIO)
+        config = cluster_config(tmp_path, sizes, SCENARIO)
         rng = np.random.default_rng(0)
         replay = Replay(SCENARIO, layout, sizes, TRACE, "migration", rng, DERIVED, config)
         records = replay.run(limit_s=120.0)
