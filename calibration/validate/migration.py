@@ -23,19 +23,21 @@ if TYPE_CHECKING:
 
 
 class MigrationEvents(Protocol):
-    def source_left(self, migration: "Migration", moved: dict[int, int]) -> None:
-        """The source is stopped (its GPU goes to `waiting`); `moved`, request -> context
-        tokens (0: not prefilled), are the target's now."""
+    def source_left(self, migration: "Migration") -> None:
+        """The source stopped: its GPU goes to `waiting`, its requests to the target."""
 
     def migration_done(self, migration: "Migration", moved: dict[int, int], pause_s: float) -> None:
-        """`moved` continue on the target after `pause_s` (none if the source emptied)."""
+        """`moved` (request -> context tokens, 0 if not prefilled) continue on the target
+        after `pause_s`; none if the source emptied."""
 
 
 @dataclass(eq=False)
 class Migration:
+    """`source` moving to `target`, its GPU promised to `waiting`."""
+
     source: "Instance"
     target: "Instance"
-    waiting: "Instance"  # gets the source's GPU
+    waiting: "Instance"
     cost: RoundCost
     events: MigrationEvents
     rounds: int = 0
@@ -54,7 +56,7 @@ class Migration:
     def source_emptied(self) -> None:
         """Every request on the source finished: release it, free the target."""
         self.finished = True
-        self.events.source_left(self, {})
+        self.events.source_left(self)
         self.target.reserved = False
         self.target.send({"adopt": [], "waiting": []})  # drops what it recomputed
         self.events.migration_done(self, {}, 0.0)
@@ -70,7 +72,7 @@ class Migration:
         self.finished, self.stopped_at = True, t
         self.moved = {h["request"]: len(h["tokens"]) for h in message["requests"]}
         self.moved |= {h["request"]: 0 for h in message["waiting"]}
-        self.events.source_left(self, self.moved)
+        self.events.source_left(self)
         self.target.send({"adopt": message["requests"], "waiting": message["waiting"]})
 
     def recomputed(self) -> None:

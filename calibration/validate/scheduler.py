@@ -416,7 +416,7 @@ class Replay:
         elif event == "resumed" and instance is migration.target:
             migration.resumed(t)
 
-    def source_left(self, migration: Migration, moved: dict[int, int]) -> None:
+    def source_left(self, migration: Migration) -> None:
         source, target, waiting = migration.source, migration.target, migration.waiting
         del self._migrations[source]
         target.requests |= source.requests
