@@ -11,6 +11,7 @@ import pytest
 
 from calibration.migration.model import ModelConfig, Transformer
 from calibration.validate.command import _policies
+from calibration.validate.compare import migrated
 from calibration.validate.engine import Engine
 from calibration.validate.scenario import Layout, Scenario, write_checkpoints
 from calibration.validate.scheduler import Replay
@@ -133,6 +134,12 @@ def test_the_migration_policy_moves_the_busy_instance_off_the_dram_holder(config
     policy = get_policy("migration")(np.random.default_rng(0))
     decision = policy.place(Request(0, "a", 0.0, 16, 8), book)
     assert decision == Start(0, migrate=(Move(7, 1),))
+
+
+def test_each_side_counts_the_requests_it_migrated_and_their_pauses():
+    frame = pd.DataFrame({"migrations": [0, 1, 2], "migration_pause_s": [0.0, 0.1, 0.3]})
+    assert migrated(frame) == {"migrated_requests": 2, "migration_pause_s_median": 0.2}
+    assert migrated(frame.iloc[:1]) == {"migrated_requests": 0, "migration_pause_s_median": None}
 
 
 def test_the_command_accepts_migration_but_not_preemption():
