@@ -159,7 +159,7 @@ TRACE = pd.DataFrame(
         "arrival_s": [0.0, 6.0, 12.0, 12.01, 12.02, 12.03, 12.1],
         "model": ["small", "large", "large", "large", "large", "large", "small"],
         "input_tokens": [16] * 7,
-        "output_tokens": [2, 2, 480, 480, 480, 480, 8],
+        "output_tokens": [2, 2, 240, 240, 240, 240, 8],
     }
 )
 MOVED = [2, 3, 4, 5]
