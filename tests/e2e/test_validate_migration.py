@@ -11,7 +11,7 @@ import pytest
 
 from calibration.migration.model import ModelConfig, Transformer
 from calibration.validate.command import _policies
-from calibration.validate.compare import migrated
+from calibration.validate.compare import migrated, simulate
 from calibration.validate.engine import Engine
 from calibration.validate.scenario import Layout, Scenario, write_checkpoints
 from calibration.validate.scheduler import Replay
@@ -20,6 +20,7 @@ from policies.base import Move, Request, Running, Start
 from sim.common.errors import InputError
 from sim.config import ClusterConfig
 from tests.validate_support import DERIVED, MB, books, cluster_config
+from traces.writer import write_canonical
 
 TINY = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=2, vocab=256, max_positions=128)
 
@@ -188,3 +189,7 @@ def test_a_real_replay_migrates_the_busy_instance_and_its_requests_finish(tmp_pa
     target = instances[(instances["model"] == "large") & (instances["server"] == 1)]
     assert len(target) == 1 and target["ready"].notna().all()
     assert frame.loc[6, "server"] == 0  # "small" started where its checkpoint was cached
+    # The simulator, on the same trace and cluster, moves the same requests.
+    write_canonical(TRACE.copy(), layout.trace)
+    simulated, _ = simulate(layout, tmp_path / "profile.json", "migration", 0)
+    assert simulated.index[simulated["migrations"] > 0].tolist() == MOVED
