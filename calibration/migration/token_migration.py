@@ -20,7 +20,9 @@ source would have produced. Messages are pickled by hand and sent as bytes, so t
 record holds the exact bytes each round put on the pipe. The pause is timed on the
 source's clock, from its stop to the destination's first-token message: it includes one
 message's latency, as a real request's would. The same code runs with the two replicas
-on two GPUs (`device=`), or both on one.
+on two GPUs (`device=`), or both on one. The destination's side of a request
+(`Recomputation`) and the rule that ends the rounds (`last_round`) also serve the
+validation replay's instances (`calibration.validate`), which migrate whole batches.
 """
 
 import contextlib
@@ -41,6 +43,43 @@ from calibration.migration.model import ModelConfig, Transformer, load_model
 DEFAULT_THRESHOLD = 20
 DEFAULT_MAX_ROUNDS = 8
 STARTUP_TIMEOUT_S = 300.0
+
+
+def last_round(generated: float, rounds: int, threshold: float, max_rounds: int) -> bool:
+    """Whether the source stops after `rounds` rounds, the last of which saw `generated`
+    new tokens: few enough that the pause is short, or the cap reached."""
+    return generated < threshold or rounds >= max_rounds
+
+
+class Recomputation:
+    """The destination's copy of one request: the tokens it holds, their KV cache
+    recomputed by prefill, and the logits after them (whose argmax is the next token)."""
+
+    def __init__(self, model: Transformer) -> None:
+        self.model = model
+        self.cache = model.new_cache()
+        self.known: list[int] = []
+        self.logits: torch.Tensor | None = None
+
+    def extend(self, tokens: Sequence[int]) -> int:
+        """Take the request's whole token list so far; prefill the ones not held yet.
+        Returns how many that was (a source that waited sends nothing new)."""
+        tokens = list(tokens)
+        if tokens[: len(self.known)] != self.known:
+            raise ValueError("the tokens sent do not extend the ones recomputed before")
+        recomputed = len(tokens) - len(self.known)
+        if recomputed:
+            self.logits = self.model.prefill(tokens[len(self.known) :], self.cache)
+        self.known = tokens
+        return recomputed
+
+    def next_token(self) -> int:
+        assert self.logits is not None, "nothing recomputed yet"
+        return int(self.logits.argmax())
+
+    def reset(self) -> None:
+        """Empty, for the next request (the cache's memory is kept)."""
+        self.cache.length, self.known, self.logits = 0, [], None
 
 
 @dataclass(frozen=True)
@@ -178,7 +217,7 @@ def migrate(
         source.step()
     rounds: list[Round] = []
     began = time.perf_counter()
-    while len(rounds) < max_rounds:
+    while True:
         tokens = source.tokens()
         sent, before = time.perf_counter(), len(source.generated)
         size = destination.send(("round", tokens))
@@ -190,7 +229,7 @@ def migrate(
         generated = len(source.generated) - before
         round_s = time.perf_counter() - sent
         rounds.append(Round(len(tokens), size, recomputed, recompute_s, round_s, generated))
-        if generated < threshold:
+        if last_round(generated, len(rounds), threshold, max_rounds):
             break
     tokens = source.tokens()
     stopped = time.perf_counter()
@@ -237,29 +276,24 @@ def _serve(
         model = load_model(checkpoint, config, device)
         _synchronize(model.device)
         send("ready", time.perf_counter() - started)
-        cache, known, logits = model.new_cache(), [], None
+        request = Recomputation(model)
         while True:
             kind, body = pickle.loads(connection.recv_bytes())
             if kind == "stop":
                 return
             tokens, remaining = body if kind == "final" else (body, 0)
-            if tokens[: len(known)] != known:
-                raise ValueError("the tokens sent do not extend the ones recomputed before")
             started = time.perf_counter()
-            recomputed = len(tokens) - len(known)
-            if recomputed:  # a source that waited sends nothing new: the last logits stand
-                logits = model.prefill(tokens[len(known) :], cache)
-            known = tokens
+            recomputed = request.extend(tokens)
             if kind == "round":
                 _synchronize(model.device)
                 send("recomputed", (recomputed, time.perf_counter() - started))
                 continue
-            generated = [int(logits.argmax())]
+            generated = [request.next_token()]
             send("first", (recomputed, time.perf_counter() - started))
             while len(generated) < remaining:
-                generated.append(int(model.decode(generated[-1], cache).argmax()))
+                generated.append(int(model.decode(generated[-1], request.cache).argmax()))
             send("done", generated)
-            cache.length, known = 0, []
+            request.reset()
     except Exception:
         send("error", traceback.format_exc())
 

@@ -51,6 +51,15 @@ def parts(frame: pd.DataFrame) -> dict[str, float | dict[str, int]]:
     }
 
 
+def migrated(frame: pd.DataFrame) -> dict[str, int | float | None]:
+    """How many requests a live migration moved, and the median pause they saw."""
+    moved = frame[frame["migrations"] > 0]
+    return {
+        "migrated_requests": len(moved),
+        "migration_pause_s_median": _median(moved["migration_pause_s"]),
+    }
+
+
 def instance_phases(records: Records) -> dict[str, float]:
     """Medians over the real instances: spawn to torch imported (split by whether another
     instance was starting meanwhile: they share this machine's cores, where the simulator

@@ -5,22 +5,21 @@ profile's `instance_startup_s` measures), loads the checkpoint with the real loa
 the tier the scheduler chose (an SSD copy is evicted from the page cache first, so the
 read is really cold, and read into the server's DRAM cache on its way; a DRAM copy is a
 file on /dev/shm, which the loader maps, as it does any cached checkpoint), then serves
-requests as the simulator's instance does (`sim/instance.py`): prompts prefilled one at
-a time, first come first served, decoding paused meanwhile, the first token out of the
-prefill; then one `decode_batch` step at a time over every decoding request. It runs on
-the device the scheduler names (`calibration.validate.devices`): the server's CUDA
-device, or the CPU.
+requests as the simulator's instance does, and takes part in live migrations, either
+side (`calibration.validate.engine`). It runs on the device the scheduler names
+(`calibration.validate.devices`): the server's CUDA device, or the CPU.
 
-The decode rows share one position counter: the model has no padding mask, so sequences
-of different lengths cannot share a batch exactly. Each step's compute is that of the
-real batch (dominated by reading the weights); the tokens are not each request's own
-continuation, which timing does not need.
-
-Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; the scheduler
-kills an instance to stop it, and stdin's end stops it too, should the scheduler die. On
-stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported, and
-on a GPU its context made; with `cpu_s`, the CPU-seconds that took),
-`loaded`, `installed`, `ready`, and `first` and `done` (with `request`).
+Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; for a
+migration's source `{"snapshot": {"threshold": x, "rounds": k, "max_rounds": m}}`; for its
+destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...], "waiting":
+[HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output", "generated"}`. The
+scheduler kills an instance to stop it, and stdin's end stops it too, should the
+scheduler die. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started`
+(torch imported, and on a GPU its context made; with `cpu_s`, the CPU-seconds that took),
+`loaded`, `installed`, `ready`, `first` (with `request`), `done` (with `request` and
+`generated`, its output tokens in all), and for migrations `tokens` (with `requests`,
+`new`, `stopped` and, once stopped, `waiting`), `recomputed` (with `tokens`) and `resumed`
+(with `requests`).
 """
 
 import json
@@ -38,7 +37,8 @@ import torch
 from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes, load
-from calibration.migration.model import KVCache, ModelConfig, Transformer
+from calibration.migration.model import ModelConfig, Transformer
+from calibration.validate.engine import Engine
 from sim.common.publish import staged_directory
 
 
@@ -101,54 +101,6 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-class Engine:
-    """The batch: a FIFO of prompts to prefill and the decoding requests' tokens left."""
-
-    def __init__(self, model: Transformer, max_batch: int) -> None:
-        self.model = model
-        self.prefill: list[tuple[int, int, int]] = []  # (request, input, output)
-        self.decoding: dict[int, int] = {}  # request -> tokens left to generate
-        self.cache = KVCache.empty(model.config, max_batch, model.device)
-        self.position = 0
-
-    def busy(self) -> bool:
-        return bool(self.prefill or self.decoding)
-
-    def admit(self, request: int, input_tokens: int, output_tokens: int) -> None:
-        self.prefill.append((request, input_tokens, output_tokens))
-
-    def step(self) -> None:
-        """A prefill if one is waiting, else one decode step of the batch."""
-        if self.prefill:
-            request, input_tokens, output_tokens = self.prefill.pop(0)
-            vocab = self.model.config.vocab
-            prompt = [(request * 7919 + k) % vocab for k in range(input_tokens)]
-            self.model.prefill(prompt, self.model.new_cache())
-            _synchronize(self.model.device)
-            emit("first", request=request)
-            if output_tokens > 1:
-                self.decoding[request] = output_tokens - 1
-            else:
-                emit("done", request=request)
-            return
-        batch = len(self.decoding)
-        if self.position + 1 >= self.model.config.max_positions:
-            self.position = 0
-        view = KVCache(
-            [k[:batch] for k in self.cache.keys],
-            [v[:batch] for v in self.cache.values],
-            self.position,
-        )
-        self.model.decode_batch(torch.zeros(batch, dtype=torch.long), view)
-        _synchronize(self.model.device)
-        self.position += 1
-        for request in list(self.decoding):
-            self.decoding[request] -= 1
-            if not self.decoding[request]:
-                del self.decoding[request]
-                emit("done", request=request)
-
-
 def read_commands(inbox: "queue.Queue[dict | None]") -> None:
     for line in sys.stdin:
         inbox.put(json.loads(line))
@@ -165,7 +117,7 @@ def main() -> None:
     emit("ready")
     inbox: queue.Queue[dict | None] = queue.Queue()
     threading.Thread(target=read_commands, args=(inbox,), daemon=True).start()
-    engine = Engine(model, spec.max_batch)
+    engine = Engine(model, spec.max_batch, emit)
     while True:  # every command that has come in first, then one step of work
         try:
             command = inbox.get(block=not engine.busy())
@@ -174,7 +126,18 @@ def main() -> None:
             continue
         if command is None:
             return
+        obey(engine, command)
+
+
+def obey(engine: Engine, command: dict) -> None:
+    if "admit" in command:
         engine.admit(command["admit"], command["input"], command["output"])
+    elif "snapshot" in command:
+        engine.snapshot(**command["snapshot"])
+    elif "recompute" in command:
+        engine.recompute(command["recompute"])
+    else:
+        engine.adopt(command["adopt"], command["waiting"])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ A request's TTFT splits as the simulator's does (`sim.results.request_table`): q
 placement), startup (placement until its instance was ready: spawn, torch import and
 checkpoint load), prefill (the rest, waiting behind other prompts included); an
 instance's startup splits further into the process start (spawn to `started`, after
-importing torch) and the load (`started` to `ready`).
+importing torch) and the load (`started` to `ready`). A live migration adds to its
+request's count, its pause (the source's stop to the target's resumption) and rounds, as
+the simulator's table does; `generated` is the output tokens the request got in all, on
+every instance it ran on.
 """
 
 import math
@@ -19,7 +22,7 @@ class InstanceRecord:
     model: str
     server: int
     tier: str
-    spawned: float
+    spawned: float = np.nan  # NaN until its GPU is free (a migration may hold it back)
     started: float = np.nan
     loaded: float = np.nan
     ready: float = np.nan
@@ -36,6 +39,10 @@ class Records:
         nan = np.full(self.n, np.nan)
         self.arrival, self.placed_at, self.first, self.finished = (nan.copy() for _ in range(4))
         self.estimate_s = nan.copy()
+        self.migration_pause_s = np.zeros(self.n)
+        self.migrations, self.migration_rounds, self.generated = (
+            np.zeros(self.n, dtype=int) for _ in range(3)
+        )
         self.server = np.full(self.n, -1)
         self.instance = np.full(self.n, -1)
         self.tier = np.full(self.n, "", dtype=object)
@@ -44,8 +51,8 @@ class Records:
         self.placed_at[i], self.server[i], self.instance[i] = now, server, instance
         self.tier[i] = tier if math.isnan(self.instances[instance].ready) else "warm"
 
-    def spawned(self, model: str, server: int, tier: str, now: float) -> None:
-        self.instances.append(InstanceRecord(model, server, tier, now))
+    def created(self, model: str, server: int, tier: str) -> None:
+        self.instances.append(InstanceRecord(model, server, tier))
 
     def instance_event(self, instance: int, event: str, t: float) -> None:
         setattr(self.instances[instance], event, t)
@@ -53,8 +60,13 @@ class Records:
     def first_token(self, i: int, t: float) -> None:
         self.first[i] = t
 
-    def done(self, i: int, t: float) -> None:
-        self.finished[i] = t
+    def done(self, i: int, t: float, generated: int) -> None:
+        self.finished[i], self.generated[i] = t, generated
+
+    def migrated(self, i: int, pause_s: float, rounds: int) -> None:
+        self.migrations[i] += 1
+        self.migration_pause_s[i] += pause_s
+        self.migration_rounds[i] += rounds
 
     def instances_frame(self) -> pd.DataFrame:
         """One row per instance: model, server, tier and its phases' times."""
@@ -76,5 +88,9 @@ class Records:
                 "e2e_s": self.finished - self.arrival,
                 # The policy's own estimate for the start it decided (NaN: none, or a join).
                 "estimated_startup_s": self.estimate_s,
+                "migrations": self.migrations,
+                "migration_pause_s": self.migration_pause_s,
+                "migration_rounds": self.migration_rounds,
+                "generated": self.generated,
             }
         )

@@ -6,8 +6,11 @@ with room (the oldest among equals), else the oldest starting one with room; els
 request of its model already waits, the policy places a new instance or says wait.
 Waiting requests are retried, the model with the oldest waiter first, whenever a request
 finishes or an instance goes idle. An idle instance stays warm `keep_alive_s`, and is
-reclaimed earlier (oldest idle first) when a new instance needs its GPU. Every time is
-`time.monotonic()`, shared by all the processes, from the replay's start.
+reclaimed earlier (oldest idle first) when a new instance needs its GPU. A decision that
+migrates busy instances away (`calibration.validate.migration`) starts each one's target
+on its destination at once, and the new instance once they have left, its requests
+waiting for it meanwhile. Every time is `time.monotonic()`, shared by all the processes,
+from the replay's start.
 """
 
 import heapq
@@ -21,17 +24,19 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from calibration.validate.devices import server_device
+from calibration.validate.migration import Migration
 from calibration.validate.records import Records
 from calibration.validate.scenario import MODELS, Layout, Scenario
 from calibration.validate.view import Books
 from policies import get_policy
-from policies.base import Request, Start
+from policies.base import Request, Running, Start
+from sim.config import ClusterConfig
 
 STARTING, WARM, STOPPED = "starting", "warm", "stopped"
 LEAD_S = 1.0  # the first arrival's distance from the start, for the loop to settle
@@ -39,18 +44,37 @@ LEAD_S = 1.0  # the first arrival's distance from the start, for the loop to set
 
 @dataclass(eq=False)
 class Instance:
-    """A real instance process, as the scheduler tracks it (`occupancy`: requests it holds)."""
+    """A real instance process, as the scheduler tracks it. Its process is spawned once its
+    GPU is free: at once, or once the instances migrating off it have left."""
 
     id: int
     model: str
     server: int
     tier: str
-    process: subprocess.Popen
+    process: subprocess.Popen | None = None
     state: str = STARTING
-    occupancy: int = 0
+    requests: set[int] = field(default_factory=set)  # the requests it holds
+    # Per decoding request: when it last held how many context tokens (prompt and output).
+    decoding: dict[int, tuple[float, int]] = field(default_factory=dict)
     idle_epoch: int = 0  # bumped on every idle spell, so a stale keep-alive is ignored
+    leaving: int = 0  # instances still to migrate off its server before it spawns
+    migrating: bool = False  # a migration's source: takes no new request
+    reserved: bool = False  # a migration's target: takes no new request until it resumes
+    unsent: list[dict] = field(default_factory=list)  # commands for a process not yet spawned
+
+    @property
+    def occupancy(self) -> int:
+        return len(self.requests)
+
+    @property
+    def movable(self) -> bool:
+        """Busy and warm, not already part of a migration (as `sim.instance`'s)."""
+        return self.state == WARM and bool(self.requests) and not (self.migrating or self.reserved)
 
     def send(self, command: dict) -> None:
+        if self.process is None:
+            self.unsent.append(command)
+            return
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
@@ -68,15 +92,25 @@ class Replay:
         policy: str,
         rng: np.random.Generator,
         derived: dict[str, float],
+        config: ClusterConfig,
     ) -> None:
         self.scenario = scenario
         self.layout = layout
         self.trace = trace.reset_index(drop=True)
         self.policy = get_policy(policy)(rng)
+        self.config = config
         self.books = Books(
-            scenario.servers, scenario.gpus, sizes, scenario.dram_bytes, derived, self._evicted
+            scenario.servers,
+            scenario.gpus,
+            sizes,
+            scenario.dram_bytes,
+            derived,
+            config,
+            self._evicted,
         )
+        self.books.running_on = self._running
         self.records = Records(len(trace))
+        self._migrations: dict[Instance, Migration] = {}  # by source and by target
         self._instances: list[Instance] = []
         self._idle: list[dict[Instance, None]] = [{} for _ in range(scenario.servers)]
         self._waiting: dict[str, deque[int]] = {}
@@ -131,7 +165,8 @@ class Replay:
             if instance.state != STOPPED:
                 self._stop(instance)
         for instance in self._instances:
-            instance.process.wait(timeout=60)
+            if instance.process is not None:
+                instance.process.wait(timeout=60)
 
     # --- arrivals and routing (as sim.simulator) ---
 
@@ -151,9 +186,12 @@ class Replay:
             decision = self.policy.place(request, self.books)
             if not isinstance(decision, Start):
                 return False
-            if decision.migrate or decision.preempt:
-                raise RuntimeError(f"policy {self.policy.name}: the real replay cannot free GPUs")
-            instance = self._launch(model, decision.server)
+            if decision.preempt:
+                raise RuntimeError(f"policy {self.policy.name}: the real replay cannot preempt")
+            leaving = [self._movable(decision.server, move.instance) for move in decision.migrate]
+            instance = self._launch(model, decision.server, leaving=len(leaving))
+            for move, source in zip(decision.migrate, leaving, strict=True):
+                self._migrate(source, move.destination, instance)
             self.records.estimate_s[i] = decision.estimate_s
         self._join(i, instance)
         return True
@@ -164,7 +202,10 @@ class Replay:
         live = [
             i
             for i in self._instances
-            if i.model == model and i.state != STOPPED and i.occupancy < self.scenario.max_batch
+            if i.model == model
+            and i.state != STOPPED
+            and not (i.migrating or i.reserved)
+            and i.occupancy < self.scenario.max_batch
         ]
         warm = [i for i in live if i.state == WARM]
         if warm:
@@ -175,7 +216,7 @@ class Replay:
         if instance in self._idle[instance.server]:
             self._set_idle(instance, False)
         self.records.placed(i, self.now(), instance.server, instance.tier, instance.id)
-        instance.occupancy += 1
+        instance.requests.add(i)
         row = self.trace.iloc[i]
         instance.send(
             {"admit": i, "input": int(row.input_tokens), "output": int(row.output_tokens)}
@@ -191,17 +232,33 @@ class Replay:
 
     # --- instances ---
 
-    def _launch(self, model: str, server: int) -> Instance:
+    def _launch(self, model: str, server: int, leaving: int = 0) -> Instance:
+        """A new instance of `model` on `server`: spawned now, on a free GPU (an idle
+        instance's, reclaimed), or once the `leaving` instances migrating off have left."""
+        if not leaving:
+            self._take_gpu(server)
+        tier = self.books.fastest_tier(server, model)
+        if tier == "dram":
+            self.books.dram[server].touch(model)
+            self.books.dram[server].pin(model)
+        instance = Instance(len(self._instances), model, server, tier, leaving=leaving)
+        self.records.created(model, server, tier)
+        self._instances.append(instance)
+        if not leaving:
+            self._spawn(instance)
+        return instance
+
+    def _take_gpu(self, server: int) -> None:
         while self.books.free[server] < 1 and self._idle[server]:
             self._stop(next(iter(self._idle[server])))
         if self.books.free[server] < 1:
             raise RuntimeError(f"policy {self.policy.name}: server {server} has no free GPU")
         self.books.free[server] -= 1
         self.books.reindex(server)
-        tier = self.books.fastest_tier(server, model)
-        if tier == "dram":
-            self.books.dram[server].touch(model)
-            self.books.dram[server].pin(model)
+
+    def _spawn(self, instance: Instance) -> None:
+        """Start the instance's process, and pass it the commands that waited for it."""
+        server, model, tier = instance.server, instance.model, instance.tier
         source = (
             self.layout.dram_copy(server, model)
             if tier == "dram"
@@ -214,9 +271,8 @@ class Replay:
             "max_batch": self.scenario.max_batch,
             "device": server_device(server, self.scenario.servers),
         }
-        instance_id = len(self._instances)
-        stderr = open(self.layout.work / f"instance-{instance_id}.err", "w")  # noqa: SIM115
-        process = subprocess.Popen(
+        stderr = open(self.layout.work / f"instance-{instance.id}.err", "w")  # noqa: SIM115
+        instance.process = subprocess.Popen(
             [sys.executable, "-m", "calibration.validate.instance", json.dumps(spec)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -224,16 +280,16 @@ class Replay:
             text=True,
         )
         stderr.close()
-        instance = Instance(instance_id, model, server, tier, process)
-        self.records.spawned(model, server, tier, self.now())
-        self._instances.append(instance)
+        self.records.instance_event(instance.id, "spawned", self.now())
         threading.Thread(target=self._listen, args=(instance,), daemon=True).start()
-        return instance
+        for command in instance.unsent:
+            instance.send(command)
+        instance.unsent.clear()
 
     def _listen(self, instance: Instance) -> None:
         """Pass the instance's messages on; None once it has ended (or said nonsense, which
         is then in its error file), so the loop always hears of its end."""
-        assert instance.process.stdout is not None
+        assert instance.process is not None and instance.process.stdout is not None
         try:
             for line in instance.process.stdout:
                 self._inbox.put((instance, json.loads(line)))
@@ -249,28 +305,47 @@ class Replay:
                 last = (error.strip().splitlines() or ["no output"])[-1]
                 raise RuntimeError(f"replay instance {instance.id} died: {last}")
             return
+        if instance.state == STOPPED:  # a migrated source's answer, crossing its release
+            return
         event, t = message["event"], message["t"] - self._t0
         if event in ("started", "loaded", "ready"):
             self.records.instance_event(instance.id, event, t)
         if event == "started":
             self.records.instance_event(instance.id, "started_cpu_s", message["cpu_s"])
         if event == "ready":
-            instance.state = WARM
-            if instance.tier == "dram":
-                self.books.dram[instance.server].unpin(instance.model)
+            self._ready(instance)
+        elif event in ("tokens", "recomputed", "resumed"):
+            self._migration_event(instance, event, message, t)
         elif event == "installed":
             if not self.books.dram[instance.server].admit(
                 instance.model, self.books.models[instance.model]
             ):
                 shutil.rmtree(self.layout.dram_copy(instance.server, instance.model))
         elif event == "first":
-            self.records.first_token(message["request"], t)
+            i = message["request"]
+            self.records.first_token(i, t)
+            instance.decoding[i] = (t, int(self.trace["input_tokens"][i]) + 1)
         elif event == "done":
-            self.records.done(message["request"], t)
+            i = message["request"]
+            self.records.done(i, t, message["generated"])
             self._done += 1
-            instance.occupancy -= 1
-            if instance.occupancy == 0:
-                self._set_idle(instance, True)
+            instance.requests.discard(i)
+            instance.decoding.pop(i, None)
+            if not instance.requests:
+                if instance.migrating:
+                    self._migrations[instance].source_emptied()
+                else:
+                    self._set_idle(instance, True)
+            self._drain()
+
+    def _ready(self, instance: Instance) -> None:
+        instance.state = WARM
+        if instance.tier == "dram":
+            self.books.dram[instance.server].unpin(instance.model)
+        if instance.reserved:
+            self._migrations[instance].target_ready()
+        elif not instance.requests:  # a target whose source emptied while it started
+            self._set_idle(instance, True)
             self._drain()
 
     def _set_idle(self, instance: Instance, idle: bool) -> None:
@@ -289,6 +364,81 @@ class Replay:
         if instance in self._idle[instance.server] and instance.idle_epoch == epoch:
             self._stop(instance)
 
+    # --- migrations (as sim.simulator's) ---
+
+    def _running(self, server: int) -> list[Running]:
+        """The busy warm instances on `server` a decision may migrate: the context tokens
+        each holds are estimated from its messages, each decoding request's tokens at its
+        first token (or its arrival on a migration's target) plus the profile's decode
+        steps since."""
+        now, out = self.now(), []
+        for instance in self._instances:
+            if instance.server != server or not instance.movable:
+                continue
+            spec = self.config.models[instance.model]
+            step_s = spec.decode_step(len(instance.decoding)) if instance.decoding else 0.0
+            tokens = 0.0
+            for i, (since, held) in instance.decoding.items():
+                most = int(self.trace["input_tokens"][i] + self.trace["output_tokens"][i])
+                tokens += min(most, held + (now - since) / step_s)
+            out.append(
+                Running(instance.id, instance.model, 1, tokens, len(instance.decoding), step_s)
+            )
+        return out
+
+    def _movable(self, server: int, instance_id: int) -> Instance:
+        instance = self._instances[instance_id] if instance_id < len(self._instances) else None
+        if instance is None or instance.server != server or not instance.movable:
+            raise RuntimeError(
+                f"policy {self.policy.name}: instance {instance_id} on server {server} "
+                "is not a busy warm instance that can be moved"
+            )
+        return instance
+
+    def _migrate(self, source: Instance, destination: int, waiting: Instance) -> None:
+        """Move `source` to a new instance on `destination`; its GPU goes to `waiting`."""
+        target = self._launch(source.model, destination)
+        cost = self.books.round_cost(source.model, source.server, destination)
+        migration = Migration(source, target, waiting, cost, self)
+        self._migrations[source] = self._migrations[target] = migration
+
+    def _migration_event(self, instance: Instance, event: str, message: dict, t: float) -> None:
+        """Pass a message on to the migration the instance takes part in. One from a
+        migration that ended (a target's answers after its source emptied) finds none, or
+        one where the instance plays the other part (that target, migrating now)."""
+        migration = self._migrations.get(instance)
+        if migration is None:
+            return
+        if event == "tokens" and instance is migration.source:
+            migration.tokens(message, t)
+        elif event == "recomputed" and instance is migration.target:
+            migration.recomputed()
+        elif event == "resumed" and instance is migration.target:
+            migration.resumed(t)
+
+    def source_left(self, migration: Migration) -> None:
+        source, target, waiting = migration.source, migration.target, migration.waiting
+        del self._migrations[source]
+        target.requests |= source.requests
+        source.requests.clear()
+        self._stop(source)
+        waiting.leaving -= 1
+        if not waiting.leaving:
+            self._take_gpu(waiting.server)
+            self._spawn(waiting)
+
+    def migration_done(self, migration: Migration, moved: dict[int, int], pause_s: float) -> None:
+        target = migration.target
+        del self._migrations[target]
+        now = self.now()
+        for i, tokens in moved.items():
+            self.records.migrated(i, pause_s, migration.rounds)
+            if tokens:  # decoding: the target recomputed its context and took one more token
+                target.decoding[i] = (now, tokens + 1)
+        if target.state == WARM and not target.requests:
+            self._set_idle(target, True)
+        self._drain()
+
     def _stop(self, instance: Instance) -> None:
         """Stop an instance (idle, or any at shutdown): its GPU is free at once.
 
@@ -302,7 +452,8 @@ class Replay:
         self.books.free[instance.server] += 1
         self.books.reindex(instance.server)
         self.records.instance_event(instance.id, "stopped", self.now())
-        instance.process.kill()
+        if instance.process is not None:
+            instance.process.kill()
 
     def _evicted(self, server: int, model: str) -> None:
         shutil.rmtree(self.layout.dram_copy(server, model), ignore_errors=True)

@@ -15,7 +15,8 @@ from calibration.validate.stages import STAGES
 def summarize(repeats: list[dict]) -> dict:
     """Per percentile: the real and simulated TTFT and the signed error, median over
     `repeats` (each a `_validate_policy` result), with the errors' range; per stage, the
-    real and simulated medians, median over repeats."""
+    real and simulated medians, median over repeats; the requests each side migrated,
+    summed over repeats."""
     out: dict = {"repeats": len(repeats)}
     for q in PERCENTILES:
         for side in ("real_s", "sim_s"):
@@ -29,6 +30,9 @@ def summarize(repeats: list[dict]) -> dict:
             for side in ("real_s", "sim_s")
         }
         for stage in STAGES
+    }
+    out["migrated_requests"] = {
+        side: sum(r[side]["migrated_requests"] for r in repeats) for side in ("real", "sim")
     }
     return out
 

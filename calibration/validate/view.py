@@ -17,6 +17,7 @@ from policies.base import RoundCost, Running, Sleeping
 from sim.cache import CheckpointCache
 from sim.common.stages import Step, default_steps
 from sim.common.tiers import CACHE_TIERS
+from sim.config import ClusterConfig
 from sim.indexed_set import IndexedSet
 
 
@@ -30,12 +31,15 @@ class Books:
         models: dict[str, int],
         dram_bytes: int,
         derived: dict[str, float],
+        config: ClusterConfig,
         on_evict: Callable[[int, str], None],
     ) -> None:
         self.models = models  # name -> checkpoint bytes
         self.gpus = gpus
         self.derived = derived
+        self.config = config
         self.clock: Callable[[], float] = lambda: 0.0
+        self.running_on: Callable[[int], list[Running]] = lambda server: []
         self.free = [gpus] * servers
         self.idle_gpus = [0] * servers
         self._holders = {t: {m: IndexedSet() for m in models} for t in CACHE_TIERS}
@@ -134,10 +138,13 @@ class Books:
         raise NotImplementedError("the real replay's start-ups have no CPU-bound stages")
 
     def running(self, server: int) -> list[Running]:
-        return []
+        return self.running_on(server)
 
     def sleeping(self, model: str) -> list[Sleeping]:
         return []  # the real replay's engines do not sleep
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
-        raise NotImplementedError("the real replay does not migrate")
+        m = self.config.migration
+        network = self.config.servers[0].network  # one group: the replay's servers are alike
+        per_token = m.bytes_per_token / network + 1 / self.config.models[model].prefill_tokens_per_s
+        return RoundCost(per_token, m.round_overhead_s, m.stop_tokens, m.max_rounds)

@@ -24,37 +24,19 @@ from calibration.validate.summary import summarize
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
+from sim.config import ClusterConfig
 from tests.refusal import refused
-
-# This machine's figures, from quick measurements by hand (a fixed profile keeps the test
-# from depending on how long `calibration.measure` takes).
-DERIVED = {
-    "ssd_read_bytes_per_s": 1.0e9,
-    "dram_to_gpu_bytes_per_s": 2.5e9,
-    "instance_startup_s": 2.3,
-    "reference_model_bytes": 64000000,
-    "decode_step_s": 0.0062,
-    "decode_step_per_request_s": 0.0014,
-    "recompute_tokens_per_s": 2313.0,
-    "migration_fixed_s": 0.01,
-    "migration_per_token_s": 0.0005,
-}
-MB = 10**6
+from tests.validate_support import DERIVED, MB, books, cluster_config, write_profile
 
 
 @pytest.fixture
 def profile(tmp_path: Path) -> Path:
-    path = tmp_path / "profile.json"
-    document = {"version": 1, "machine": {"description": "by hand"}, "derived": DERIVED}
-    path.write_text(json.dumps(document))
-    return path
+    return write_profile(tmp_path / "profile.json")
 
 
-def books(servers: int = 3, dram_bytes: int = 100 * MB) -> tuple[Books, list]:
-    evicted: list[tuple[int, str]] = []
-    models = {"a": 40 * MB, "b": 60 * MB}
-    book = Books(servers, 1, models, dram_bytes, DERIVED, lambda s, m: evicted.append((s, m)))
-    return book, evicted
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> ClusterConfig:
+    return cluster_config(tmp_path_factory.mktemp("cluster"))
 
 
 def request(model: str = "a") -> Request:
@@ -70,21 +52,21 @@ def take_gpu(book: Books, server: int) -> None:
     book.reindex(server)
 
 
-def test_locality_starts_where_dram_holds_the_checkpoint():
-    book, _ = books()
+def test_locality_starts_where_dram_holds_the_checkpoint(config):
+    book, _ = books(config)
     book.dram[2].admit("a", 40 * MB)
     assert place("locality", book) == Start(2)
 
 
-def test_locality_takes_the_next_tier_when_the_dram_holder_is_busy():
-    book, _ = books()
+def test_locality_takes_the_next_tier_when_the_dram_holder_is_busy(config):
+    book, _ = books(config)
     book.dram[2].admit("a", 40 * MB)
     take_gpu(book, 2)
     assert place("locality", book) == Start(0)
 
 
-def test_an_idle_instance_gpu_counts_as_available():
-    book, _ = books(servers=1)
+def test_an_idle_instance_gpu_counts_as_available(config):
+    book, _ = books(config, servers=1)
     take_gpu(book, 0)
     assert isinstance(place("locality", book), Wait)
     book.idle_gpus[0] += 1
@@ -92,23 +74,23 @@ def test_an_idle_instance_gpu_counts_as_available():
     assert place("locality", book) == Start(0)
 
 
-def test_random_draws_only_among_servers_with_a_free_gpu():
-    book, _ = books()
+def test_random_draws_only_among_servers_with_a_free_gpu(config):
+    book, _ = books(config)
     take_gpu(book, 1)
     chosen = {place("random", book, seed).server for seed in range(40)}
     assert chosen == {0, 2}
 
 
-def test_no_free_gpu_means_wait():
-    book, _ = books(servers=2)
+def test_no_free_gpu_means_wait(config):
+    book, _ = books(config, servers=2)
     take_gpu(book, 0)
     take_gpu(book, 1)
     for policy in ("random", "locality", "startup-aware"):
         assert isinstance(place(policy, book), Wait)
 
 
-def test_startup_aware_estimates_from_the_profile_bandwidths():
-    book, _ = books(servers=2)
+def test_startup_aware_estimates_from_the_profile_bandwidths(config):
+    book, _ = books(config, servers=2)
     book.dram[1].admit("a", 40 * MB)
     decision = place("startup-aware", book)
     assert decision.server == 1
@@ -117,8 +99,8 @@ def test_startup_aware_estimates_from_the_profile_bandwidths():
     assert place("startup-aware", book).estimate_s == pytest.approx(2.3 + 40 * MB / 1.0e9)
 
 
-def test_the_dram_cache_evicts_least_recently_used_and_reports_it():
-    book, evicted = books(servers=1, dram_bytes=90 * MB)
+def test_the_dram_cache_evicts_least_recently_used_and_reports_it(config):
+    book, evicted = books(config, servers=1, dram_bytes=90 * MB)
     book.dram[0].admit("a", 40 * MB)
     book.dram[0].admit("b", 60 * MB)
     assert evicted == [(0, "a")]
@@ -187,6 +169,7 @@ def test_real_stages_are_the_instances_medians():
 def test_summary_takes_the_median_over_repeats_and_the_range():
     def run(error: float) -> dict:
         out = {"stages": {s: {"real_s": 1.0 + error, "sim_s": 1.0} for s in STAGES}}
+        out |= {"real": {"migrated_requests": 2}, "sim": {"migrated_requests": 1}}
         for q in (50, 90, 99):
             out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
             out[f"ttft_p{q}_rel_error"] = error
@@ -198,6 +181,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["ttft_p99_rel_error_range"] == [-0.2, 0.1]
     assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
     assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
+    assert summary["migrated_requests"] == {"real": 6, "sim": 3}
 
 
 @pytest.mark.parametrize("repeats", ["0", "-3", "x", "1.5"])

@@ -1,0 +1,51 @@
+"""Shared by the calibration.validate tests: a fixed profile, the simulator's cluster with
+it laid over, and the scheduler's books as a policy reads them."""
+
+import json
+from pathlib import Path
+
+from calibration.validate.scenario import QUICK, Layout, Scenario, write_cluster
+from calibration.validate.view import Books
+from sim.config import ClusterConfig, read_config
+
+# This machine's figures, from quick measurements by hand (a fixed profile keeps the test
+# from depending on how long `calibration.measure` takes).
+DERIVED = {
+    "ssd_read_bytes_per_s": 1.0e9,
+    "dram_to_gpu_bytes_per_s": 2.5e9,
+    "instance_startup_s": 2.3,
+    "reference_model_bytes": 64000000,
+    "decode_step_s": 0.0062,
+    "decode_step_per_request_s": 0.0014,
+    "recompute_tokens_per_s": 2313.0,
+    "migration_fixed_s": 0.01,
+    "migration_per_token_s": 0.0005,
+}
+MB = 10**6
+MODELS = {"a": 40 * MB, "b": 60 * MB}
+
+
+def write_profile(path: Path) -> Path:
+    document = {"version": 1, "machine": {"description": "by hand"}, "derived": DERIVED}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def cluster_config(
+    work: Path, sizes: dict[str, int] = MODELS, scenario: Scenario = QUICK
+) -> ClusterConfig:
+    """The cluster the replay writes for the simulator, of models of `sizes` bytes, with
+    the fixed profile laid over it."""
+    write_cluster(scenario, Layout(work, work), sizes)
+    return read_config(work / "cluster.toml", write_profile(work / "profile.json"))
+
+
+def books(
+    config: ClusterConfig, servers: int = 3, dram_bytes: int = 100 * MB
+) -> tuple[Books, list[tuple[int, str]]]:
+    """Books of `servers` one-GPU servers holding models "a" and "b"; and the evictions."""
+    evicted: list[tuple[int, str]] = []
+    book = Books(
+        servers, 1, MODELS, dram_bytes, DERIVED, config, lambda s, m: evicted.append((s, m))
+    )
+    return book, evicted
