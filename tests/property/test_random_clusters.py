@@ -108,6 +108,26 @@ STAGE = st.one_of(
 
 
 @st.composite
+def traces(draw, models: list[str], max_output: int, max_size: int) -> pd.DataFrame:
+    """Up to `max_size` requests in the first minute, for `models`, in arrival order."""
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.floats(0.0, 60.0, allow_nan=False),
+                st.sampled_from(models),
+                st.integers(1, 4096),
+                st.integers(1, max_output),
+            ),
+            min_size=1,
+            max_size=max_size,
+        )
+    )
+    return pd.DataFrame(
+        sorted(rows), columns=["arrival_s", "model", "input_tokens", "output_tokens"]
+    )
+
+
+@st.composite
 def engine(draw):
     """Start-up stages: the load and up to three others, some steps overlapped."""
     stages = ['{name = "load"}'] + [
@@ -131,21 +151,7 @@ def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
     path = tmp_path / "cluster.toml"
     path.write_text(f'queue = "{queue}"\n{cluster}')
     config = read_config(path)
-    rows = data.draw(
-        st.lists(
-            st.tuples(
-                st.floats(0.0, 60.0, allow_nan=False),
-                st.sampled_from(list(config.models)),
-                st.integers(1, 4096),
-                st.integers(1, 400),
-            ),
-            min_size=1,
-            max_size=30,
-        )
-    )
-    trace = pd.DataFrame(
-        sorted(rows), columns=["arrival_s", "model", "input_tokens", "output_tokens"]
-    )
+    trace = data.draw(traces(list(config.models), max_output=400, max_size=30))
     runs = []
     for _ in range(2):
         sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)

@@ -5,7 +5,6 @@ that wakes first. Instances idle for 1 s fall asleep for up to 30 s, so a 60-s t
 wakes them often."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 from sim.common import seeds
 from sim.config import read_config
 from sim.simulator import Simulation
-from tests.property.test_random_clusters import clusters
+from tests.property.test_random_clusters import clusters, traces
 
 SLEEPY = 'keep_alive = "fixed:1,sleep=30"\nsleep = {level = 1, gpu_memory = "1GiB"}\n'
 TOP = ("keep_alive", "sleep =")  # the drawn cluster's keep-alive and sleep lines
@@ -27,21 +26,7 @@ def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy, cluster, data):
     path = tmp_path / "cluster.toml"
     path.write_text(SLEEPY + "\n".join(kept) + "\n")
     config = read_config(path)
-    rows = data.draw(
-        st.lists(
-            st.tuples(
-                st.floats(0.0, 60.0, allow_nan=False),
-                st.sampled_from(list(config.models)),
-                st.integers(1, 4096),
-                st.integers(1, 40),
-            ),
-            min_size=1,
-            max_size=60,
-        )
-    )
-    trace = pd.DataFrame(
-        sorted(rows), columns=["arrival_s", "model", "input_tokens", "output_tokens"]
-    )
+    trace = data.draw(traces(list(config.models), max_output=40, max_size=60))
     sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
     sim.run()
     table, log = sim.table, sim.cluster.log.frame()
