@@ -18,6 +18,7 @@ from sim.config import ClusterConfig, ModelSpec
 from sim.indexed_set import IndexedSet
 from sim.instance import Instance
 from sim.loading import LINKS, fastest_tier
+from sim.migration import round_cost
 from sim.overlap import hidden_s
 from sim.peer import PeerTier
 from sim.results.instance_log import InstanceLog
@@ -206,10 +207,8 @@ class Cluster:
         return self.wake_offers(model, self.can_start)
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
-        m = self._config.migration
         network = min(self.servers[source].group.network, self.servers[destination].group.network)
-        per_token = m.bytes_per_token / network + 1 / self.models[model].prefill_tokens_per_s
-        return RoundCost(per_token, m.round_overhead_s, m.stop_tokens, m.max_rounds)
+        return round_cost(self._config, model, network)
 
     def instance(self, server: int, instance_id: int) -> Instance | None:
         """The live instance with that id on `server`, if any."""

@@ -19,7 +19,16 @@ from typing import Protocol
 
 from policies.base import RoundCost
 from sim.clock import Clock, Timer
+from sim.config import ClusterConfig
 from sim.instance import WARM, Handover, Instance
+
+
+def round_cost(config: ClusterConfig, model: str, network: float) -> RoundCost:
+    """The cost of a round migrating an instance of `model` over `network` bytes/s (the
+    slower of the two servers'): each token's bytes sent, then recomputed by prefill."""
+    m = config.migration
+    per_token = m.bytes_per_token / network + 1 / config.models[model].prefill_tokens_per_s
+    return RoundCost(per_token, m.round_overhead_s, m.stop_tokens, m.max_rounds)
 
 
 class MigrationEvents(Protocol):

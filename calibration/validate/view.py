@@ -7,8 +7,9 @@ available-GPU count an `IndexedSet` of servers (so `random` sees candidates in t
 order and its seeded draws mean the same). Load-time estimates come from the profile's
 bandwidths, as a real ServerlessLLM scheduler estimates from measured ones; with one GPU
 per server no two loads share a server's links, so bytes over bandwidth is the whole
-estimate. `running` lists no instance: the real replay does not migrate, so a policy is
-never offered a migration it could not carry out.
+estimate. `running` lists the busy warm instances the replay can migrate, and rounds are
+priced by the simulator's own cost model (`sim.migration.round_cost`); `sleeping` lists
+none: the replay's engines do not sleep.
 """
 
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ from sim.common.stages import Step, default_steps
 from sim.common.tiers import CACHE_TIERS
 from sim.config import ClusterConfig
 from sim.indexed_set import IndexedSet
+from sim.migration import round_cost
 
 
 class Books:
@@ -144,7 +146,5 @@ class Books:
         return []  # the real replay's engines do not sleep
 
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
-        m = self.config.migration
         network = self.config.servers[0].network  # one group: the replay's servers are alike
-        per_token = m.bytes_per_token / network + 1 / self.config.models[model].prefill_tokens_per_s
-        return RoundCost(per_token, m.round_overhead_s, m.stop_tokens, m.max_rounds)
+        return round_cost(self.config, model, network)
