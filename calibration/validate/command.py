@@ -3,8 +3,9 @@
 Replays a short trace for real on this machine (two servers with one GPU each, or one
 CPU core each without GPUs; real checkpoints, real cold starts through the real loader,
 real inference), then simulates the same trace on the same cluster with the profile
-`calibration.measure` measured here (or `--profile`), and prints p50, p90 and p99 TTFT of
-both and the signed relative error per policy, medians over `--repeats` seeds with their
+`calibration.measure` measured here (or `--profile`), its start-up timed again around
+each replay (`calibration.validate.reprobe`), and prints p50, p90 and p99 TTFT of both
+and the signed relative error per policy, medians over `--repeats` seeds with their
 range, and each cold-start stage real beside simulated. Bad input is one line on stderr
 and exit status 2; a failed measurement or replay, one line and status 1.
 """
@@ -26,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 import traces
-from calibration.measure.startup_probe import measure_startup
 from calibration.validate import devices
 from calibration.validate.compare import (
     PERCENTILES,
@@ -34,8 +34,10 @@ from calibration.validate.compare import (
     instance_phases,
     migrated,
     parts,
+    rel_errors,
     simulate,
 )
+from calibration.validate.reprobe import Probe, probe, reprobed
 from calibration.validate.scale import compare_speeds
 from calibration.validate.scenario import (
     FULL,
@@ -65,7 +67,6 @@ KIND = "validation"
 POLICIES = ("random", "locality", "startup-aware", "migration")
 DEFAULT_POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
-STARTUP_PROBES = 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -136,10 +137,13 @@ def _validate_policy(
     profile: Path,
     policy: str,
     seed: int,
-) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """The policy's report for the trace of `seed`, and its tables by file name (real and
-    simulated requests, the real instances). The simulator's side reads only the trace,
-    the cluster and the profile: nothing the replay measured goes into it."""
+    before: Probe,
+) -> tuple[dict, dict[str, pd.DataFrame | bytes], Probe]:
+    """The policy's report for the trace of `seed`, its files by name (real and simulated
+    requests, the real instances, the profile it was predicted from) and the start-up
+    probe timed right after it. The simulator's side reads only the trace, the cluster and
+    the profile with its start-up timed again `before` and after the replay: nothing the
+    replay measured goes into it."""
     derived, _ = read_profile(profile)
     config = read_config(layout.cluster, profile)
     trace = traces.read(layout.trace, list(MODELS), seeds.rng(seed, "trace")).frame
@@ -147,20 +151,22 @@ def _validate_policy(
     rng = seeds.rng(seed, "policy")
     replay = Replay(scenario, layout, sizes, trace, policy, rng, derived, config)
     records = replay.run(limit_s)
-    # The profile's start-up probe again, right after: how far this machine drifted since
-    # the profile was measured, apart from what the replay's overlapping start-ups add.
-    probe = measure_startup(devices.kind(scenario.servers), STARTUP_PROBES)
-    probe_s = probe["instance_startup"].median
+    after = probe(scenario, layout)
+    predicting = reprobed(profile, before, after, layout.work / f"{policy}-profile.json")
+    predicted, _ = read_profile(predicting)
     real = records.frame()
-    simulated, sim_instances = simulate(layout, profile, policy, seed)
+    simulated, sim_instances = simulate(layout, predicting, policy, seed)
     real_ttft = real["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
-    sim_stages_s = sim_stages(simulated, sim_instances, sizes, derived)
-    tables = {
+    sim_stages_s = sim_stages(simulated, sim_instances, sizes, predicted)
+    files: dict[str, pd.DataFrame | bytes] = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
         f"{policy}-instances.csv": records.instances_frame(),
+        f"{policy}-profile.json": predicting.read_bytes(),
     }
+    # The same prediction with the profile's start-up as measured: what drift adds.
+    as_measured, _ = simulate(layout, profile, policy, seed)
     result = {
         "seed": seed,
         "requests": len(trace),
@@ -173,12 +179,16 @@ def _validate_policy(
         "real": parts(real)
         | instance_phases(records)
         | migrated(real)
-        | {"startup_probe_after_s": probe_s},
+        | {"startup_probe_after_s": after.median_s},
         "sim": parts(simulated)
         | migrated(simulated)
-        | {"instance_startup_s": derived["instance_startup_s"]},
+        | {
+            "instance_startup_s": predicted["instance_startup_s"],
+            "profile_instance_startup_s": derived["instance_startup_s"],
+        },
+        "with_profile_startup": rel_errors(real_ttft, as_measured["ttft_s"].to_numpy()),
     }
-    return result, tables
+    return result, files, after
 
 
 def _repeat(
@@ -188,17 +198,22 @@ def _repeat(
     profile: Path,
     policies: list[str],
     seed: int,
-) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes]]:
-    """Every policy on the trace of `seed`: the results by policy, and the files to keep
-    (under `seed-N/`: the trace and each policy's tables)."""
+    before: Probe,
+) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes], Probe]:
+    """Every policy on the trace of `seed`: the results by policy, the files to keep
+    (under `seed-N/`: the trace and each policy's files) and the last start-up probe.
+    Each replay's probe before is the one after the replay before it."""
     write_trace(scenario, layout, seed)
     results: dict[str, dict] = {}
     files: dict[str, pd.DataFrame | bytes] = {f"seed-{seed}/trace.csv": layout.trace.read_bytes()}
     for policy in policies:
-        result, tables = _validate_policy(scenario, layout, sizes, profile, policy, seed)
+        result, kept, after = _validate_policy(
+            scenario, layout, sizes, profile, policy, seed, before
+        )
         results[policy] = result
-        files |= {f"seed-{seed}/{name}": table for name, table in tables.items()}
-    return results, files
+        files |= {f"seed-{seed}/{name}": content for name, content in kept.items()}
+        before = after
+    return results, files, before
 
 
 def _check_out(out: Path | None) -> None:
@@ -254,8 +269,11 @@ def run(args: argparse.Namespace) -> dict:
         }
         config = read_config(layout.cluster, profile)
         speeds = compare_speeds(scenario, config, devices.server_device(0, scenario.servers))
+        before = probe(scenario, layout)
         for seed in range(args.seed, args.seed + repeats):
-            results, kept = _repeat(scenario, layout, sizes, profile, policies, seed)
+            results, kept, before = _repeat(
+                scenario, layout, sizes, profile, policies, seed, before
+            )
             for policy, result in results.items():
                 runs[policy].append(result)
             files |= kept
@@ -264,8 +282,9 @@ def run(args: argparse.Namespace) -> dict:
         | {"model_bytes": sizes}
         | vars(scenario),
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
-        # What the simulator's side read: nothing the replay measured.
-        "simulator_inputs": ["seed-N/trace.csv", "cluster.toml", "profile.json"],
+        # What the simulator's side read: nothing the replay measured. POLICY-profile.json
+        # is profile.json with its start-up timed again around that replay.
+        "simulator_inputs": ["seed-N/trace.csv", "cluster.toml", "seed-N/POLICY-profile.json"],
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
         "device": devices.kind(scenario.servers),
@@ -280,21 +299,25 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _table(report: dict) -> str:
-    """TTFT per policy and percentile, medians over the repeats, with the errors' range;
-    then each cold-start stage, real beside simulated."""
+    """TTFT per policy and percentile, medians over the repeats, with the errors' range
+    and the error with the profile's start-up as measured; then each cold-start stage,
+    real beside simulated."""
     repeats = report["scenario"]["repeats"]
     lines = [
-        f"TTFT, median of {repeats} repeat(s); error = sim / real - 1, its range over repeats",
-        f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}  {'range':>15}",
+        f"TTFT, median of {repeats} repeat(s); error = sim / real - 1, its range over repeats;",
+        "as measured: the error with the profile's start-up, not timed again around the replay",
+        f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}  {'range':>15}"
+        f"  {'as measured':>11}",
     ]
     for policy, result in report["policies"].items():
         for q in PERCENTILES:
             real, sim = result[f"ttft_p{q}_real_s"], result[f"ttft_p{q}_sim_s"]
             error = result[f"ttft_p{q}_rel_error"]
             low, high = result[f"ttft_p{q}_rel_error_range"]
+            measured = result["with_profile_startup"][f"ttft_p{q}_rel_error"]
             lines.append(
                 f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}  "
-                f"{low:+7.1%}..{high:+.1%}"
+                f"{low:+7.1%}..{high:+7.1%}  {measured:+11.1%}"
             )
     lines += ["", "cold-start stages, median s (median of repeats)"]
     lines.append(f"{'policy':<14} {'stage':<16} {'real s':>8} {'sim s':>8}")

@@ -40,6 +40,11 @@ def errors(real: np.ndarray, simulated: np.ndarray) -> dict[str, float]:
     return out
 
 
+def rel_errors(real: np.ndarray, simulated: np.ndarray) -> dict[str, float]:
+    """The signed relative error of each TTFT percentile alone."""
+    return {k: v for k, v in errors(real, simulated).items() if k.endswith("_rel_error")}
+
+
 def parts(frame: pd.DataFrame) -> dict[str, float | dict[str, int]]:
     """Medians of TTFT's parts; start-up over the requests that waited for one."""
     cold = frame[frame["startup_s"] > 0]

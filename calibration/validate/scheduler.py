@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -264,16 +265,11 @@ class Replay:
             if tier == "dram"
             else self.layout.ssd(server, model)
         )
-        spec = {
-            "config": _config_fields(model),
-            "checkpoint": str(source),
-            "install": str(self.layout.dram_copy(server, model)) if tier == "ssd" else None,
-            "max_batch": self.scenario.max_batch,
-            "device": server_device(server, self.scenario.servers),
-        }
+        install = self.layout.dram_copy(server, model) if tier == "ssd" else None
+        spec = instance_spec(self.scenario, server, model, source, install)
         stderr = open(self.layout.work / f"instance-{instance.id}.err", "w")  # noqa: SIM115
         instance.process = subprocess.Popen(
-            [sys.executable, "-m", "calibration.validate.instance", json.dumps(spec)],
+            instance_command(spec),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -459,7 +455,22 @@ class Replay:
         shutil.rmtree(self.layout.dram_copy(server, model), ignore_errors=True)
 
 
-def _config_fields(model: str) -> dict:
+def instance_spec(
+    scenario: Scenario, server: int, model: str, checkpoint: Path, install: Path | None
+) -> dict:
+    """What an instance process of `model` on `server` is told: load `checkpoint`, and
+    install it in DRAM at `install` on the way (a load from SSD) or not (from DRAM)."""
     fields = asdict(MODELS[model])
     fields.pop("dtype")  # float32, the default
-    return fields
+    return {
+        "config": fields,
+        "checkpoint": str(checkpoint),
+        "install": None if install is None else str(install),
+        "max_batch": scenario.max_batch,
+        "device": server_device(server, scenario.servers),
+    }
+
+
+def instance_command(spec: dict) -> list[str]:
+    """The command line that starts an instance process."""
+    return [sys.executable, "-m", "calibration.validate.instance", json.dumps(spec)]

@@ -24,6 +24,11 @@ def summarize(repeats: list[dict]) -> dict:
         error = [r[f"ttft_p{q}_rel_error"] for r in repeats]
         out[f"ttft_p{q}_rel_error"] = _median(error)
         out[f"ttft_p{q}_rel_error_range"] = [float(min(error)), float(max(error))]
+    # The same errors' medians with the profile's start-up as measured, not timed again.
+    out["with_profile_startup"] = {
+        key: _median([r["with_profile_startup"][key] for r in repeats])
+        for key in repeats[0]["with_profile_startup"]
+    }
     out["stages"] = {
         stage: {
             side: _median([r["stages"][stage][side] for r in repeats])

@@ -18,6 +18,7 @@ from calibration.migration.model import Transformer, save_model
 from calibration.validate.command import main
 from calibration.validate.compare import instance_phases
 from calibration.validate.records import InstanceRecord, Records
+from calibration.validate.reprobe import Probe, reprobed
 from calibration.validate.scenario import MODELS
 from calibration.validate.stages import STAGES, real_stages
 from calibration.validate.summary import summarize
@@ -25,6 +26,7 @@ from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
 from sim.config import ClusterConfig
+from sim.profile import read_profile
 from tests.refusal import refused
 from tests.validate_support import DERIVED, MB, books, cluster_config, write_profile
 
@@ -173,6 +175,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
         for q in (50, 90, 99):
             out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
             out[f"ttft_p{q}_rel_error"] = error
+        out["with_profile_startup"] = {"ttft_p99_rel_error": 2 * error}
         return out
 
     summary = summarize([run(-0.2), run(0.1), run(0.05)])
@@ -182,6 +185,42 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
     assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
     assert summary["migrated_requests"] == {"real": 6, "sim": 3}
+    assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
+
+
+def test_a_reprobed_profile_takes_the_probes_median_start_up(profile, tmp_path):
+    before = Probe((2.0, 2.2, 2.4), (1.9, 2.0, 2.1))
+    after = Probe((2.6, 2.8, 3.0), (2.5, 2.6, 2.7))
+    document = json.loads(profile.read_text())
+    document["version"] = 2
+    document["derived"] |= {"startup_cpu_s": 2.0, "host_cores": 2}
+    profile.write_text(json.dumps(document))
+    out = reprobed(profile, before, after, tmp_path / "seed-0" / "random-profile.json")
+    derived, _ = read_profile(out)
+    assert derived["instance_startup_s"] == pytest.approx(2.5)  # median of all six
+    assert derived["startup_cpu_s"] == pytest.approx(2.3)
+    assert derived["host_cores"] == 2  # the rest as the profile has it
+    assert derived["decode_step_s"] == DERIVED["decode_step_s"]
+    record = json.loads(out.read_text())["measurements"]["instance_startup_around_replay"]
+    assert (record["n"], record["min"], record["max"]) == (6, 2.0, 3.0)
+
+
+def test_a_reprobed_start_up_spends_at_most_its_wall_time_on_cores(tmp_path):
+    profile = tmp_path / "profile.json"
+    document = {"version": 2, "machine": {"description": "by hand"}}
+    document["derived"] = DERIVED | {"startup_cpu_s": 1.0, "host_cores": 1}
+    profile.write_text(json.dumps(document))
+    probe = Probe((1.0,), (1.5,))  # a second thread: more CPU-seconds than wall
+    derived, _ = read_profile(reprobed(profile, probe, probe, tmp_path / "out.json"))
+    assert derived["startup_cpu_s"] == derived["instance_startup_s"] == 1.0
+
+
+def test_a_reprobed_version_1_profile_stays_version_1(profile, tmp_path):
+    probe = Probe((3.0,), (2.0,))
+    out = reprobed(profile, probe, probe, tmp_path / "out.json")
+    derived, _ = read_profile(out)
+    assert derived["instance_startup_s"] == 3.0
+    assert "startup_cpu_s" not in derived
 
 
 @pytest.mark.parametrize("repeats", ["0", "-3", "x", "1.5"])
@@ -237,16 +276,25 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
     for stage in STAGES:  # in the report and in the printed table
         assert math.isfinite(result["stages"][stage]["real_s"])
         assert any(line.split()[:2] == ["locality", stage] for line in done.stdout.splitlines())
-    assert result["stages"]["runtime_start"]["sim_s"] == pytest.approx(
-        DERIVED["instance_startup_s"]
-    )
+    for run in result["runs"]:  # predicted from the start-up timed again around the replay
+        kept = json.loads((out / f"seed-{run['seed']}" / "locality-profile.json").read_text())
+        assert run["sim"]["instance_startup_s"] == kept["derived"]["instance_startup_s"]
+        probes = kept["measurements"]["instance_startup_around_replay"]
+        assert probes["n"] == 6 and probes["min"] > 0  # three before the replay, three after
+        assert run["sim"]["profile_instance_startup_s"] == DERIVED["instance_startup_s"]
+        assert set(run["with_profile_startup"]) == {f"ttft_p{q}_rel_error" for q in (50, 90, 99)}
     for run in result["runs"]:
         real = pd.read_csv(out / f"seed-{run['seed']}" / "locality-real.csv")
         assert len(real) == run["requests"] == run["real_ttfts"] > 0
         assert real["ttft_s"].notna().all() and (real["ttft_s"] > 0).all()
     # The simulator's side reruns from the inputs written beside the report: nothing else.
-    assert report["simulator_inputs"] == ["seed-N/trace.csv", "cluster.toml", "profile.json"]
-    files = {"trace": "seed-1/trace.csv", "cluster": "cluster.toml", "profile": "profile.json"}
+    assert report["simulator_inputs"] == [
+        "seed-N/trace.csv",
+        "cluster.toml",
+        "seed-N/POLICY-profile.json",
+    ]
+    files = {"trace": "seed-1/trace.csv", "cluster": "cluster.toml"}
+    files["profile"] = "seed-1/locality-profile.json"
     inputs = [f"--{name}={out / file}" for name, file in files.items()]
     run = tmp_path / "run"
     sim = [sys.executable, "-m", "sim", "run", "--policy", "locality", "--seed", "1", "--quiet"]

@@ -1,0 +1,92 @@
+"""The replay's start-up, timed alone around each replay, for the simulator's profile.
+
+`calibration.measure` times a generic start-up (a process importing torch) within a few
+seconds; a validation replays for minutes, and its instances are processes of its own
+engine (`calibration.validate.instance`), which imports thaw's loader and model code
+besides torch. On a shared or virtual machine the same start-up's CPU-seconds drift by a
+quarter from one minute to the next, and a start-up is nearly all of a cold TTFT here, so
+a profile caught in a fast or slow spell would pass for the simulator's error. Before the
+first replay and after each one, the replay's engine is therefore started `PROBES` times
+alone, nothing else running, and timed from its spawn to its word that it has started
+(the replay's `runtime_start` stage; it is then stopped); each replay is simulated with
+the profile's start-up (its wall time and CPU-seconds) replaced by the median of the
+probes just before and just after it. That is a measurement of the engine on this machine
+in that replay's minutes, still nothing the replay itself measured: how start-ups that
+overlap stretch, and everything after the start-up, the simulator works out. The report
+keeps the errors with the profile's own start-up beside them.
+"""
+
+import json
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibration.measure.measurement import Measurement
+from calibration.validate.scenario import MODELS, Layout, Scenario
+from calibration.validate.scheduler import instance_command, instance_spec
+
+PROBES = 3
+MEASUREMENT = "instance_startup_around_replay"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe's start-ups: wall times and CPU-seconds, in s."""
+
+    wall_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.wall_s)
+
+
+def probe(scenario: Scenario, layout: Layout) -> Probe:
+    """Start an instance on server 0 `PROBES` times, one at a time, and time each start-up
+    (of any model: the start-up comes before the checkpoint is read)."""
+    model = next(iter(MODELS))
+    spec = instance_spec(scenario, 0, model, layout.ssd(0, model), None)
+    samples = [_start(spec) for _ in range(PROBES)]
+    return Probe(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples))
+
+
+def _start(spec: dict) -> tuple[float, float]:
+    """Seconds from spawning the instance to its `started`, and its CPU-seconds then."""
+    spawned = time.monotonic()  # the clock the instance stamps its events with
+    with subprocess.Popen(
+        instance_command(spec),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        line = child.stdout.readline()
+        child.kill()
+        _, errors = child.communicate()
+    try:
+        event = json.loads(line)
+    except ValueError:
+        event = {}
+    if event.get("event") != "started":
+        last = (errors.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the engine's start-up probe failed: {last}")
+    return event["t"] - spawned, float(event["cpu_s"])
+
+
+def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
+    """Write to `out` the profile at `profile` with its start-up replaced by the median of
+    the probes `before` and `after` a replay (the CPU-seconds, where the profile has them,
+    by theirs, at most the wall time as `calibration.measure` records them)."""
+    document = json.loads(profile.read_text(encoding="utf-8-sig"))
+    derived = document["derived"]
+    wall = Measurement(before.wall_s + after.wall_s, "s", True)
+    derived["instance_startup_s"] = wall.median
+    if "startup_cpu_s" in derived:
+        cpu = statistics.median(before.cpu_s + after.cpu_s)
+        derived["startup_cpu_s"] = min(cpu, wall.median)
+    document.setdefault("measurements", {})[MEASUREMENT] = wall.record()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n")
+    return out
