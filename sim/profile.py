@@ -17,6 +17,8 @@ start-up's CPU figures, still loads):
         "startup_cpu_s":            version 2: the CPU-seconds of that start-up (at most it)
         "host_cores":               version 2: the cores start-ups at once share (a whole
                                     number, fitted to how they stretch)
+        "warmup_s":                 version 2, optional: after the load, the model's build
+                                    and its first pass's one-time costs
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
         "decode_step_s":            one decode step of that model at batch 1
         "decode_step_per_request_s": what each extra request in the batch adds to a step
@@ -33,8 +35,8 @@ every weight once a step, so its step time grows with them; a prefill's work gro
 the parameters, so its rate falls with them); the migration rounds take the fixed cost.
 A version-2 profile also sets every group's `host_cores` and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
-CPU-seconds), then its CPU-bound part, then the load; every model without an engine of
-its own takes it.
+CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
+has one (a fixed stage); every model without an engine of its own takes it.
 `measurements` are the raw figures behind `derived`, kept for provenance.
 """
 
@@ -66,11 +68,13 @@ _DERIVED_REQUIRED = (
 )
 _DERIVED_V2 = ("startup_cpu_s", "host_cores")
 _DERIVED_OPTIONAL = ("network_bytes_per_s",)
+_DERIVED_V2_OPTIONAL = ("warmup_s",)
 _MAY_BE_ZERO = (
     "decode_step_per_request_s",
     "migration_fixed_s",
     "instance_startup_s",
     "startup_cpu_s",
+    "warmup_s",
 )
 _MEASUREMENT = ("n", "median", "min", "max", "unit", "page_cache_possible")
 
@@ -135,11 +139,12 @@ def parse(document: Any) -> dict[str, float]:
         _check_measurement(name, raw)
     raw = _table(doc.get("derived"), "derived")
     required = _DERIVED_REQUIRED + (_DERIVED_V2 if version >= 2 else ())
+    optional = _DERIVED_OPTIONAL + (_DERIVED_V2_OPTIONAL if version >= 2 else ())
     for key in raw:
-        if key not in required + _DERIVED_OPTIONAL:
+        if key not in required + optional:
             raise InputError(f"derived.{key}: unknown key (in a version {version} profile)")
     derived = {}
-    for key in required + _DERIVED_OPTIONAL:
+    for key in required + optional:
         if key in raw:
             derived[key] = _number(raw[key], f"derived.{key}", zero_ok=key in _MAY_BE_ZERO)
         elif key in required:
@@ -211,6 +216,8 @@ def _apply_startup(table: dict, derived: dict[str, float], config: "ClusterConfi
     if cpu > 0:
         stages.append({"name": "startup-cpu", "cpu_seconds": cpu})
     stages.append({"name": "load"})
+    if derived.get("warmup_s", 0.0) > 0:
+        stages.append({"name": "warmup", "seconds": derived["warmup_s"]})
     table["engines"] = {**table.get("engines", {}), MEASURED_ENGINE: {"stages": stages}}
     applied.append(f"engines.{MEASURED_ENGINE}")
     for name, spec in config.models.items():

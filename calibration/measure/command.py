@@ -49,6 +49,7 @@ from calibration.measure.storage_probe import (
     prepare,
     require_a_disk,
 )
+from calibration.measure.warmup_probe import measure_warmup
 from calibration.migration.model import Transformer, save_model
 from sim import profile
 from sim.common.cli import Parser, run
@@ -57,7 +58,7 @@ from sim.common.publish import write_file_atomically
 from sim.common.units import parse_size
 
 PROG = "python -m calibration.measure"
-STEPS = 6
+STEPS = 7
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,7 +186,12 @@ def _measure_all(
     )
     _say(", ".join(f"{n:.0f} tokens: {s * 1e3:.0f} ms" for n, s in migration.pairs()))
     _say(f"one migration paused the request {migration_results['migration_pause'].median:.3f} s")
-    results |= decode_results | prefill_results | migration_results
+    _step(7, "warm-up: building the model and its first pass, in a fresh process")
+    warmup = measure_warmup(
+        checkpoint, chosen.model, device, chosen.prefill_lengths[0], threads, chosen.startup_runs
+    )
+    _say(f"warm-up: {warmup['instance_warmup'].median * 1e3:.0f} ms (median)")
+    results |= decode_results | prefill_results | migration_results | warmup
     points = {"decode": decode, "prefill": prefill, "migration": migration}
     return results, points, payload, model_bytes(model)
 

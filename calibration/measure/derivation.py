@@ -12,6 +12,8 @@ well as that model can (sim/profile.py documents the fields):
   most its wall time;
 - `host_cores`: the cores whose fluid model best explains start-ups at once stretching
   (`calibration.measure.host_cores`);
+- `warmup_s`: after the load, building the model and its first pass's one-time costs,
+  in a fresh process (`calibration.measure.warmup_probe`);
 - `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
   slope of the line through it that fits the other batch sizes best;
 - `recompute_tokens_per_s`: the rate that fits the prefill times best (the simulator's
@@ -108,6 +110,7 @@ def derive(
     }
     derived["startup_cpu_s"] = cpu
     derived["host_cores"] = float(fit_host_cores(alone, cpu, at_once, cpus))
+    derived["warmup_s"] = measurements["instance_warmup"].median
     rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
     notes.append(
         f"prefill ran at {min(rates):.0f}-{max(rates):.0f} tokens/s over prompts of "

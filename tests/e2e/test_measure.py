@@ -49,7 +49,7 @@ def quick_profile(tmp_path_factory) -> Path:
     result = measure("--device", "cpu", "--quick", "--dir", str(directory), "--out", str(out),
                      cwd=directory)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "[6/6]" in result.stderr  # the progress display
+    assert "[7/7]" in result.stderr  # the progress display
     assert sorted(p.name for p in directory.iterdir()) == ["p.json"]  # scratch removed
     return out
 
@@ -219,6 +219,7 @@ def storage_and_startup() -> dict[str, Measurement]:
         "instance_startup_cpu": Measurement((1.5,), "s", True),
         "instance_startup_x2": Measurement((2.0,), "s", True),
         "instance_startup_x4": Measurement((3.5,), "s", True),
+        "instance_warmup": Measurement((0.05, 0.07, 0.06), "s", False),
     }
 
 
@@ -239,6 +240,7 @@ def test_the_fits_are_the_simulators_cost_models():
     assert derived["recompute_tokens_per_s"] == pytest.approx(1000.0)
     assert derived["migration_fixed_s"] == pytest.approx(0.005)
     assert derived["migration_per_token_s"] == pytest.approx(0.001)
+    assert derived["warmup_s"] == 0.06  # the median of the fresh processes' warm-ups
     assert fits["decode"].r2 == pytest.approx(1.0) and not any("recorded as 0" in n for n in notes)
 
 

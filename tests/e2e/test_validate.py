@@ -20,7 +20,7 @@ from calibration.validate.compare import instance_phases
 from calibration.validate.records import InstanceRecord, Records
 from calibration.validate.reprobe import Probe, reprobed
 from calibration.validate.scenario import MODELS
-from calibration.validate.stages import STAGES, real_stages
+from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import summarize
 from calibration.validate.view import Books
 from policies import get_policy
@@ -164,8 +164,21 @@ def test_real_stages_are_the_instances_medians():
     assert list(stages) == list(STAGES)
     assert stages["runtime_start"] == 2.5
     assert stages["checkpoint_load"] == 0.375
-    assert stages["model_build"] == 0.25
+    assert stages["warmup"] == 0.25
     assert stages["first_prefill"] == 0.1  # the cold request's; the warm one is left out
+
+
+def test_simulated_stages_split_the_start_up_into_runtime_load_and_warm_up():
+    instances = pd.DataFrame(
+        {"model": ["a"], "tier": ["ssd"], "allocated_s": [1.0], "ready_s": [3.5]}
+    )
+    requests = pd.DataFrame({"startup_s": [2.5, 0.0], "prefill_s": [0.03, 0.02]})
+    derived = DERIVED | {"warmup_s": 0.1}
+    stages = sim_stages(requests, instances, {"a": 40 * MB}, derived)
+    assert stages["checkpoint_load"] == pytest.approx(0.04)  # 40 MB at the SSD's 1 GB/s
+    assert stages["warmup"] == 0.1
+    assert stages["runtime_start"] == pytest.approx(2.5 - 0.04 - 0.1)
+    assert stages["first_prefill"] == 0.03
 
 
 def test_summary_takes_the_median_over_repeats_and_the_range():

@@ -137,11 +137,23 @@ def test_a_version_2_profile_creates_the_measured_engine_and_round_trips(tmp_pat
     assert again.engines == config.engines and again.models == config.models
 
 
+def test_a_profiles_warm_up_is_a_fixed_stage_after_the_load(tmp_path):
+    tiny_config(tmp_path, ssd_a="[0]")
+    profile = write(tmp_path, {**V2, "warmup_s": 0.25}, version=2)
+    config = read_config(tmp_path / "tiny.toml", profile)
+    kinds = [(s.name, s.kind, s.amount) for step in config.steps("a") for s in step]
+    assert kinds[-2:] == [("load", "load", 0.0), ("warmup", "fixed", 0.25)]
+    # Alone: the measured 2 s, then 4 GiB from SSD at 2 GiB/s, then the warm-up.
+    assert simulate(config, [(0.0, "a", 512, 1)]).table.startup_s[0] == 2.0 + 2.0 + 0.25
+
+
 @pytest.mark.parametrize(
     ("version", "derived", "message"),
     [
         (2, DERIVED, "derived.startup_cpu_s: missing"),
         (1, V2, "derived.startup_cpu_s: unknown key (in a version 1 profile)"),
+        (1, {**DERIVED, "warmup_s": 0.1}, "derived.warmup_s: unknown key (in a version 1"),
+        (2, {**V2, "warmup_s": -0.1}, "derived.warmup_s: expected a non-negative number"),
         (2, {**V2, "host_cores": 2.5}, "derived.host_cores: expected a whole number"),
         (2, {**V2, "startup_cpu_s": 3.0}, "derived.startup_cpu_s: more than"),
         (3, V2, "version: expected 1 or 2, got 3"),
