@@ -47,7 +47,7 @@ class ServerGroup:
     ssd_read: float
     network: float
     pcie: float
-    host_cores: int  # CPU cores the CPU-bound start-up stages share (fluid)
+    host_cores: float  # effective CPU cores the CPU-bound start-up stages share (fluid)
     servers_per_host: int = 1  # consecutive servers whose start-ups share one host's cores
     # Peer loading only (docs/peer-loading.md): GPU-to-GPU per GPU, and the server's NIC on
     # the compute network (not the storage `network`); 0 while peer loading is off.
@@ -264,7 +264,7 @@ _SERVER: dict[str, Parser] = {
     "ssd_read": _bandwidth,
     "network": _bandwidth,
     "pcie": _bandwidth,
-    "host_cores": _integers(bounds.HOST_CORES),
+    "host_cores": _ranged(bounds.HOST_CORES_MIN, bounds.HOST_CORES),
     "servers_per_host": _integers(bounds.SERVERS),
 }
 _MODEL: dict[str, Parser] = {

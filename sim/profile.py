@@ -15,8 +15,8 @@ start-up's CPU figures, still loads):
         "network_bytes_per_s":      optional: the remote store's link per server
         "instance_startup_s":       a fresh process importing torch and creating its context
         "startup_cpu_s":            version 2: the CPU-seconds of that start-up (at most it)
-        "host_cores":               version 2: the cores start-ups at once share (a whole
-                                    number, fitted to how they stretch)
+        "host_cores":               version 2: the effective cores start-ups at once
+                                    share, fitted to how they stretch
         "warmup_s":                 version 2, optional: after the load, the model's build
                                     and its first pass's one-time costs
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
@@ -151,10 +151,10 @@ def parse(document: Any) -> dict[str, float]:
             raise InputError(f"derived.{key}: missing")
     if version >= 2:
         cores = derived["host_cores"]
-        if cores != int(cores) or not 1 <= cores <= bounds.HOST_CORES:
+        if not bounds.HOST_CORES_MIN <= cores <= bounds.HOST_CORES:
             raise InputError(
-                f"derived.host_cores: expected a whole number from 1 to {bounds.HOST_CORES}, "
-                f"got {cores!r}"
+                f"derived.host_cores: expected {bounds.HOST_CORES_MIN:g} to {bounds.HOST_CORES} "
+                f"(sim/common/bounds.py), got {cores!r}"
             )
         if derived["startup_cpu_s"] > derived["instance_startup_s"]:
             raise InputError("derived.startup_cpu_s: more than instance_startup_s")
@@ -207,7 +207,7 @@ def _apply_startup(table: dict, derived: dict[str, float], config: "ClusterConfi
     """Version 2: the groups' host cores, and the measured start-up as an engine."""
     applied = []
     for i, group in enumerate(table["servers"]):
-        group["host_cores"] = int(derived["host_cores"])
+        group["host_cores"] = derived["host_cores"]
         applied.append(f"servers[{i}].host_cores")
     cpu = derived["startup_cpu_s"]
     stages: list[dict[str, Any]] = [

@@ -68,7 +68,7 @@ def tiny_config(
     ssd_b: str = "[]",
     keep_alive: float = 8.0,
     network: str = "1GiB/s",
-    host_cores: int = 32,
+    host_cores: float = 32,
     servers_per_host: int = 1,
     model_keys: str = "",
     extra: str = "",

@@ -109,7 +109,7 @@ def derive(
         if name.startswith("instance_startup_x")
     }
     derived["startup_cpu_s"] = cpu
-    derived["host_cores"] = float(fit_host_cores(alone, cpu, at_once, cpus))
+    derived["host_cores"] = fit_host_cores(alone, cpu, at_once, cpus)
     derived["warmup_s"] = measurements["instance_warmup"].median
     rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
     notes.append(

@@ -43,7 +43,7 @@ WHERE = {
     "config-engine-zero-cpu.toml": "engines.e.stages[1].cpu_seconds: expected a positive",
     "config-execute-while-load-not-last.toml": "engines.e.execute_while_load: needs the load",
     "config-sleep-level.toml": "sleep.level: expected 1 or 2",
-    "config-zero-host-cores.toml": "servers[0].host_cores: expected a positive integer",
+    "config-zero-host-cores.toml": "servers[0].host_cores: expected a positive number",
     "config-invalid-toml.toml": "invalid TOML",
     "config-missing-model-key.toml": "models.m.prefill_tokens_per_s: missing",
     "config-model-too-big.toml": "models.giant: needs 4 GPUs",

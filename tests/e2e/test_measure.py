@@ -275,6 +275,8 @@ def test_host_cores_are_fitted_to_how_start_ups_at_once_stretch():
     assert derived["host_cores"] == 2.0 and derived["startup_cpu_s"] == 1.5
     assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.0}, 8) == 8  # no stretch: the OS's count
     assert fit_host_cores(2.0, 1.5, {2: 3.5, 4: 6.5}, 8) == 1
+    # Two at once already stretch by a quarter: 1.6 effective cores, not "no stretch".
+    assert fit_host_cores(2.0, 2.0, {2: 2.5, 4: 5.0}, 2) == 1.6
 
 
 def test_lines_through_exact_points_are_recovered():

@@ -46,6 +46,12 @@ def test_two_cpu_start_ups_on_two_cores_do_not_stretch(tmp_path):
     assert list(startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=2)) == [10.0, 10.0]
 
 
+def test_two_cpu_start_ups_on_one_and_a_half_effective_cores_each_take_three_quarters(tmp_path):
+    # 2 CPU-seconds each at 0.75 of a core: both end at 8/3; then the shared 8 s load.
+    got = startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=1.5)
+    assert list(got) == pytest.approx([8 / 3 + 8.0, 8 / 3 + 8.0])
+
+
 @pytest.mark.parametrize(("per_host", "ready"), [(1, 2.0 + 4.0), (2, 4.0 + 4.0)])
 def test_servers_on_one_host_share_its_cores(tmp_path, per_host, ready):
     # One GPU a server, so a and b start on servers 0 and 1, each loading over its own
