@@ -6,6 +6,7 @@ their consistency, and that the simulator takes them.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -76,7 +77,11 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["startup_cpu_s"] <= derived["instance_startup_s"]
     assert measurements["instance_startup_x2"]["n"] == 2
     assert measurements["instance_startup_x4"]["n"] == 4
-    assert derived["host_cores"] >= 1 and derived["host_cores"] == int(derived["host_cores"])
+    at_once = {k: measurements[f"instance_startup_x{k}"]["median"] for k in (2, 4)}
+    cpu = min(measurements["instance_startup_cpu"]["median"], derived["instance_startup_s"])
+    fitted = fit_host_cores(derived["instance_startup_s"], cpu, at_once, os.cpu_count() or 1)
+    assert derived["host_cores"] == fitted >= 1
+    assert derived["warmup_s"] == measurements["instance_warmup"]["median"] >= 0
     assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
     efficiency = measurements["loader_cold"]["median"] / measurements["raw_cold"]["median"]
     assert document["machine"]["loader_efficiency"] == efficiency
