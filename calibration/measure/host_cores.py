@@ -8,7 +8,8 @@ It need not be whole: on a virtual machine, or cores that share caches and memor
 bandwidth (or SMT siblings), two start-ups slow each other before the cores run out,
 and a whole count would call that no stretch at all. When no level stretched, every c
 at least the largest level fits alike: the measurement bounds the cores only from
-below, and the fit takes `most` (the cores the OS reports).
+below, and the fit takes `most` (the cores the OS reports), or the largest level if
+that is more.
 """
 
 STEP = 0.01

@@ -6,9 +6,9 @@ the same prompt. The first pass in a process pays one-time costs the later ones 
 (the allocator's first blocks, each operator's first dispatch; on a GPU its libraries'
 handles and kernels' first launch), and the profile's prefill rate is timed after a
 warm-up, so it leaves them out. The warm-up is the build plus what the first pass took
-beyond the second (`warmup_s`, a fixed stage after the load; building and first dispatch
-cost about the same for the models a profile is applied to, so it is not scaled by
-their size).
+beyond the second (`warmup_s`, a fixed stage after the load). It is not scaled by model
+size: the build wraps the loaded tensors without copying them, and first dispatch is
+paid per operator, not per byte.
 
 `python -m calibration.measure.warmup_probe CHECKPOINT CONFIG DEVICE TOKENS THREADS` is
 that process; it prints the build's and both passes' seconds as one JSON line.
