@@ -1,7 +1,7 @@
 """Analysis of results: load run directories and sweeps into DataFrames, statistics with
 bootstrap confidence intervals over seeds, plots, and `python -m analysis report`.
 
-Reads result files only (plus `sim.results.schema` for their schema), so it works on runs
+Reads result files only (plus `sim.schema` for their schema), so it works on runs
 copied from anywhere.
 """
 

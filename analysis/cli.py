@@ -9,8 +9,8 @@ matplotlib.use("Agg")  # files only, never a window; set before pyplot is import
 
 from analysis.report import check_report_dir, write_report
 from analysis.runs import AnalysisInputError, read_runs
-from sim.common.cli import Parser
-from sim.common.cli import run as run_command
+from thaw_kernel.command_line import Parser
+from thaw_kernel.command_line import run as run_command
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.runs import LADDER, policy_order
-from sim.results.schema import LOAD_TIERS
+from sim.schema import LOAD_TIERS
 
 TIER_COLOURS = {"dram": "#9ecae1", "ssd": "#4292c6", "remote": "#08306b", "peer": "#41ab5d"}
 TIER_NAMES = {"dram": "DRAM", "ssd": "SSD", "remote": "remote store", "peer": "a peer's GPUs"}

@@ -3,7 +3,7 @@ for one run, a set of runs, or a sweep.
 
 The output directory is built under a temporary name and renamed into place, so a failed
 report leaves nothing half-written; an existing directory is replaced only if it is empty
-or a report thaw wrote, unchanged (`sim.common.publish`), never anything else.
+or a report thaw wrote, unchanged (`thaw_kernel.publish`), never anything else.
 """
 
 from collections.abc import Callable
@@ -17,10 +17,10 @@ from matplotlib.figure import Figure
 from analysis import plots
 from analysis.runs import SETTING, AnalysisInputError, Runs, read_parquet
 from analysis.stats import cost, over_seeds, slo_attainment
-from sim.common.errors import InputError
-from sim.common.publish import check_replaceable, staged_directory
-from sim.common.toml_file import read_toml
-from sim.results.schema import CONFIG, INSTANCES, LOAD_TIERS
+from sim.schema import CONFIG, INSTANCES, LOAD_TIERS
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import check_replaceable, staged_directory
+from thaw_kernel.toml_file import read_toml
 
 REPORT = "report.md"
 KIND = "report"

@@ -1,7 +1,7 @@
 """Load results into DataFrames: a run directory, a directory of runs, or a sweep.
 
 Only result files are read (docs/design.md): `summary.json` and `requests.parquet` of each
-run, through the schema in `sim.results.schema`. Of a sweep, `sweep.parquet` says which runs
+run, through the schema in `sim.schema`. Of a sweep, `sweep.parquet` says which runs
 belong to its grid; their rows come from their summaries, like any other run's.
 """
 
@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.common.errors import InputError
-from sim.common.user_files import check_regular_file
-from sim.results.schema import (
+from sim.schema import (
     COORDINATES,
     REQUESTS,
     SCHEMA_VERSION,
@@ -21,6 +19,8 @@ from sim.results.schema import (
     read_summary,
     summary_row,
 )
+from thaw_kernel.errors import InputError
+from thaw_kernel.user_files import check_regular_file
 
 SETTING = (
     "trace",

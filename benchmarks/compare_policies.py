@@ -14,8 +14,8 @@ from pathlib import Path
 
 import sim
 import traces
-from sim.common.tiers import LOAD_TIERS
 from sim.config import read_config
+from thaw_kernel.tiers import LOAD_TIERS
 
 
 def main() -> None:

@@ -109,7 +109,7 @@ import sys
 import calibration.measure.command  # noqa: F401  (torch, safetensors, the profile schema)
 import hypothesis  # noqa: F401
 import pytest  # noqa: F401
-import sim.simulator  # noqa: F401  (the tests' conftest builds clusters)
+import sim.engine.simulator  # noqa: F401  (the tests' conftest builds clusters)
 import torch
 
 if sys.argv[1] == "cuda" and not torch.cuda.is_available():
@@ -162,7 +162,7 @@ import tempfile
 from pathlib import Path
 
 from calibration.measure.storage_probe import NotADisk, require_a_disk
-from sim.common.units import parse_size
+from thaw_kernel.units import parse_size
 
 size, extra, *bases = sys.argv[1:]
 need = 3 * parse_size(size) + int(extra) * 2**30  # the loader writes three formats

@@ -28,12 +28,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import traces
-from sim.api import with_keep_alive
-from sim.common import seeds
-from sim.common.publish import write_file_atomically
-from sim.config import read_config
+from sim.config import read_config, with_keep_alive
+from sim.engine.simulator import Simulation
 from sim.results.summary import scheduling_figures
-from sim.simulator import Simulation
+from thaw_kernel import seeds
+from thaw_kernel.publish import write_file_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURE = "keep_alive_tradeoff.png"

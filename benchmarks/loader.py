@@ -51,7 +51,7 @@ from calibration.measure.raw_read import DirectIORefused
 from calibration.measure.raw_read import raw_read as direct_read
 from calibration.measure.synthetic import llama_shapes, random_bf16
 from calibration.measure.touch import touch
-from sim.common.units import parse_size
+from thaw_kernel.units import parse_size
 
 MiB = 2**20
 RAW_CHUNKS = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]

@@ -29,12 +29,12 @@ import tomli_w
 import traces
 from analysis.stats import bootstrap_ci
 from sim.api import run
-from sim.common.cli import Parser
-from sim.common.cli import run as run_cli
-from sim.common.errors import InputError
-from sim.common.publish import write_file_atomically
-from sim.common.toml_file import read_toml
 from sim.config import read_config
+from thaw_kernel.command_line import Parser
+from thaw_kernel.command_line import run as run_cli
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import write_file_atomically
+from thaw_kernel.toml_file import read_toml
 from traces.options import add_trace_options, trace_options
 
 ROOT = Path(__file__).resolve().parent.parent

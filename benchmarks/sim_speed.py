@@ -32,10 +32,10 @@ import numpy as np
 import tomli_w
 
 import traces
-from sim.common import seeds
-from sim.common.toml_file import default_cluster
 from sim.config import read_config
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
+from thaw_kernel import seeds
+from thaw_kernel.toml_file import default_cluster
 from traces.generate import synthesize
 
 SLEEP = {"level": 1, "gpu_memory": "2GiB"}  # as benchmarks/mechanisms.py

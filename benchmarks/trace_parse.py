@@ -31,7 +31,7 @@ WEEK_ROWS = 27_000_000  # the 2024 week-long code and conversation files are of 
 _LOAD = """
 import json, sys, time
 import traces
-from sim.common import seeds
+from thaw_kernel import seeds
 
 def hwm_kib():
     with open("/proc/self/status") as status:

@@ -15,9 +15,9 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from sim.common.registry import Registry
-from sim.common.stages import Step
-from sim.common.tiers import CACHE_TIERS
+from thaw_kernel.registry import Registry
+from thaw_kernel.stages import Step
+from thaw_kernel.tiers import CACHE_TIERS
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Running:
 
 @dataclass(frozen=True)
 class Sleeping:
-    """A sleeping engine that a wake could take now (`sim.sleepers`)."""
+    """A sleeping engine that a wake could take now (`sim.model.sleepers`)."""
 
     server: int
     instance: int
@@ -114,7 +114,7 @@ class ClusterView(Protocol):
     def now(self) -> float: ...
 
     def steps(self, model: str) -> tuple[Step, ...]:
-        """The start-up steps of an instance of `model` (`sim.common.stages`): by default
+        """The start-up steps of an instance of `model` (`thaw_kernel.stages`): by default
         the fixed start-up cost, then the checkpoint load."""
         ...
 
@@ -170,7 +170,7 @@ class ClusterView(Protocol):
 
     def hidden_prefill_s(self, model: str, tokens: int) -> float:
         """Seconds of the prefill of a `tokens`-token prompt that a new instance's load can
-        hide (execute-while-load, `sim.overlap`): all but its last layer; 0 if the model's
+        hide (execute-while-load, `sim.model.overlap`): all but its last layer; 0 if the model's
         engine does not execute while loading."""
         ...
 

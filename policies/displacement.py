@@ -12,7 +12,7 @@ from collections.abc import Callable
 from itertools import combinations
 
 from policies.base import ClusterView, Decision, Move, Running, Start, least_occupied
-from sim.common.tiers import CACHE_TIERS
+from thaw_kernel.tiers import CACHE_TIERS
 
 # A way to make room on a server: (its cost, the decision), or None if there is none.
 RoomOption = Callable[[int], tuple[float, Start] | None]

@@ -3,7 +3,7 @@
 The startup time of an option is the time from the decision until the new instance is
 ready to prefill:
 - a start on a server with room: the model's start-up steps one after another
-  (`sim.common.stages`; by default the fixed start-up cost, then the checkpoint load),
+  (`thaw_kernel.stages`; by default the fixed start-up cost, then the checkpoint load),
   a step lasting as long as its longest stage: the load from the fastest tier holding
   it there, sharing the server's links with the loads in flight (`ClusterView.load_s`
   replays the fluid model forward: that is the queue wait), CPU-bound stages sharing
@@ -13,7 +13,7 @@ ready to prefill:
   loads its model, then the migration rounds run; the new instance starts once the last
   displaced instance has stopped.
 
-With execute-while-load (`sim.overlap`) the prefill of the request that starts the
+With execute-while-load (`sim.model.overlap`) the prefill of the request that starts the
 instance runs behind the load, which then delays its first token only by what it outlasts
 of the prefill's hidden part (`ClusterView.hidden_prefill_s`): the estimate is the
 effective startup, the first token's time less the whole prefill.
@@ -28,7 +28,7 @@ tell the error.
 from dataclasses import dataclass
 
 from policies.base import ClusterView, Move, RoundCost, Running
-from sim.common.stages import CPU, FIXED, LOAD, Step
+from thaw_kernel.stages import CPU, FIXED, LOAD, Step
 
 
 def start_s(

@@ -22,7 +22,7 @@ estimate is its whole wake.
 from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, Wake, register
 from policies.displacement import cheapest_moves, first_round_cost
 from policies.estimator import migration_start_s, start_s
-from sim.common.tiers import CACHE_TIERS
+from thaw_kernel.tiers import CACHE_TIERS
 
 
 @register("startup-aware")

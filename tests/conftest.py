@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
-from sim.common import seeds
-from sim.config import ClusterConfig, read_config
-from sim.simulator import Simulation
+from sim.config import read_config
+from sim.engine.simulator import Simulation
+from sim.spec import ClusterConfig
+from thaw_kernel import seeds
 
 # Property tests draw as many examples as the profile says: "ci" (the default) keeps the
 # suite fast; THAW_HYPOTHESIS=thorough searches twenty times longer.

@@ -13,7 +13,7 @@ parts cannot.
 import numpy as np
 import pandas as pd
 
-from sim.config import ClusterConfig
+from sim.spec import ClusterConfig
 
 EPS = 1e-9
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from calibration.validate.scenario import QUICK, Layout, Scenario, write_cluster
 from calibration.validate.view import Books
-from sim.config import ClusterConfig, read_config
+from sim.config import read_config
+from sim.spec import ClusterConfig
 
 # This machine's figures, from quick measurements by hand (a fixed profile keeps the test
 # from depending on how long `calibration.measure` takes).

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.common.user_files import check_regular_file
+from thaw_kernel.user_files import check_regular_file
 from traces import transform
 from traces.azure_llm import COLUMNS as AZURE_LLM_COLUMNS
 from traces.azure_llm import MULTIMODAL_COLUMNS, read_azure_llm, read_azure_multimodal

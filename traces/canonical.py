@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.columns import counts, numbers
 from traces.csv_file import Column, read_columns, require_columns
 from traces.errors import TraceError, is_parquet, shown, where
@@ -75,7 +75,7 @@ def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
         if len(name) > bounds.FIELD_CHARS:
             raise TraceError(
                 f"{path}: model name {shown(name)} is longer than {bounds.FIELD_CHARS} "
-                "characters (sim/common/bounds.py)"
+                "characters (thaw_kernel/bounds.py)"
             )
     indices = encoded.indices.fill_null(len(names)).to_numpy()  # null: the "" name below
     model = categorical(indices, [*names, ""])

@@ -3,14 +3,14 @@
 `--models a,b,c` lists the models; `--cluster FILE.toml` takes the keys of its `[models]`
 table (in file order: the first is the most popular) and its `workload.zipf_exponent`;
 otherwise the simulator's defaults (`sim/defaults/cluster.toml`, read as data through
-`sim.common.toml_file`: traces imports no simulator code). So a converted trace is the
+`thaw_kernel.toml_file`: traces imports no simulator code). So a converted trace is the
 workload `python -m sim run` would build from the same file, cluster and seed.
 """
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from sim.common.toml_file import DEFAULT_CLUSTER, default_cluster, read_toml
+from thaw_kernel.toml_file import DEFAULT_CLUSTER, default_cluster, read_toml
 from traces.errors import TraceError
 
 

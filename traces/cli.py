@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import traces
-from sim.common import bounds, seeds
-from sim.common.cli import Parser
-from sim.common.cli import run as run_command
+from thaw_kernel import bounds, seeds
+from thaw_kernel.command_line import Parser
+from thaw_kernel.command_line import run as run_command
 from traces import transform
 from traces.catalog import catalog, zipf_exponent
 from traces.generate import synthesize
@@ -100,7 +100,7 @@ def _generate(args: argparse.Namespace) -> traces.Trace:
     if args.duration is not None and args.rate * args.duration > bounds.REQUESTS:
         raise traces.TraceError(
             f"--rate x --duration: {args.rate * args.duration:g} requests; at most "
-            f"{bounds.REQUESTS} (sim/common/bounds.py)"
+            f"{bounds.REQUESTS} (thaw_kernel/bounds.py)"
         )
     rng = seeds.rng(args.seed, "trace")
     options = trace_options(args)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.errors import TraceError, where
 
 
@@ -38,7 +38,7 @@ def numbers(
     maximum: float = bounds.SECONDS,
 ) -> np.ndarray:
     """Finite float64 values from minimum to maximum (by default, times in seconds: see
-    `sim.common.bounds`)."""
+    `thaw_kernel.bounds`)."""
     values = _floats(column, name, path)
     bad = ~np.isfinite(values) | ~(values >= minimum) | ~(values <= maximum)
     first_bad(bad, values, name, path, f"a number >= {minimum:g} and <= {maximum:g}")

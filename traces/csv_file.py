@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from sim.common import bounds
-from sim.common.user_files import check_regular_file
+from thaw_kernel import bounds
+from thaw_kernel.user_files import check_regular_file
 from traces.errors import TraceError, line_of, shown
 
 SNIFF_BYTES = 1 << 16
@@ -86,7 +86,7 @@ def header(path: Path) -> list[str]:
         if len(name) > bounds.FIELD_CHARS:
             raise TraceError(
                 f"{path}: line 1: a column name is longer than {bounds.FIELD_CHARS} characters "
-                "(sim/common/bounds.py)"
+                "(thaw_kernel/bounds.py)"
             )
         if name in seen:
             raise TraceError(f"{path}: line 1: column {shown(name)} appears twice")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from sim.common.errors import InputError
+from thaw_kernel.errors import InputError
 
 
 class TraceError(InputError, ValueError):

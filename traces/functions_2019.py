@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, check_text, header, read_columns
 from traces.errors import TraceError, line_of
@@ -83,7 +83,7 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     if expected > bounds.REQUESTS:
         raise TraceError(
             f"{path}: {expected:g} invocations (after --scale); at most {bounds.REQUESTS} "
-            "requests (sim/common/bounds.py)"
+            "requests (thaw_kernel/bounds.py)"
         )
     function, arrival = place(
         _scaled(raw, options.scale, rng), starts, options.placement, options.cv, rng

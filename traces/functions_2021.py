@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, read_columns
 from traces.options import Options

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.mapping import MAPPINGS
 from traces.placement import PLACEMENTS
 from traces.tokens import check_spec
@@ -42,7 +42,7 @@ def _number(text: str, accept: Callable[[float], bool], want: str) -> float:
 
 
 def up_to(high: float, low: float = 0.0) -> Callable[[str], float]:
-    """A parser of numbers in (low, high] (sim/common/bounds.py says why `high`)."""
+    """A parser of numbers in (low, high] (thaw_kernel/bounds.py says why `high`)."""
     return lambda text: _number(
         text, lambda v: low < v <= high, f"a number > {low:g} and <= {high:g}"
     )

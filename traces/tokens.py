@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.common import bounds
-from sim.common.user_files import check_regular_file
+from thaw_kernel import bounds
+from thaw_kernel.user_files import check_regular_file
 from traces.errors import TraceError
 
 

@@ -6,7 +6,7 @@ those that draw take the seeded generator.
 import numpy as np
 import pandas as pd
 
-from sim.common import bounds
+from thaw_kernel import bounds
 from traces.errors import TraceError
 from traces.labels import categorical
 from traces.options import Options
@@ -41,7 +41,7 @@ def replicate(frame: pd.DataFrame, factor: float, rng: np.random.Generator) -> p
     if len(frame) * factor > bounds.REQUESTS:
         raise TraceError(
             f"--replicate/--scale: {len(frame)} requests x {factor:g} is more than "
-            f"{bounds.REQUESTS} requests (sim/common/bounds.py)"
+            f"{bounds.REQUESTS} requests (thaw_kernel/bounds.py)"
         )
     t = frame["arrival_s"].to_numpy()
     span = float(t.max()) * (1 + 1 / len(t)) if len(t) and t.max() > 0 else 1.0

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from sim.common.publish import write_file_atomically
+from thaw_kernel.publish import write_file_atomically
 from traces.canonical import OPTIONAL, REQUIRED
 from traces.csv_file import is_gzip
 from traces.errors import TraceError, is_parquet

@@ -10,7 +10,7 @@ from pathlib import Path
 from calibration.checkpoint.format import DEFAULT_ALIGNMENT, check_alignment
 from calibration.checkpoint.sources import read_source
 from calibration.checkpoint.writer import write_checkpoint
-from sim.common.cli import Parser, run
+from thaw_kernel.command_line import Parser, run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.common.bounds import ALIGNMENT, INDEX_FILE_BYTES
-from sim.common.errors import InputError
-from sim.common.user_files import check_regular_file, parse_json, read_text
+from thaw_kernel.bounds import ALIGNMENT, INDEX_FILE_BYTES
+from thaw_kernel.errors import InputError
+from thaw_kernel.user_files import check_regular_file, parse_json, read_text
 
 FORMAT = "thaw-checkpoint"
 VERSION = 1

@@ -13,7 +13,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from calibration.checkpoint.format import CheckpointError
-from sim.common.user_files import check_regular_file, read_json
+from thaw_kernel.user_files import check_regular_file, read_json
 
 
 def read_source(path: Path) -> dict[str, torch.Tensor]:

@@ -18,7 +18,7 @@ from calibration.checkpoint.format import (
     check_blob_size,
     read_index,
 )
-from sim.common.cli import Parser, run
+from thaw_kernel.command_line import Parser, run
 
 PIECE_BYTES = 64 * 2**20  # a multiple of 8, so each piece sums whole words
 

@@ -3,7 +3,7 @@
 An interrupted or failed conversion leaves nothing at the destination that looks valid
 (at most a hidden `.NAME.tmp-*` directory if the process is killed outright). An
 existing destination is replaced only if it is empty or a checkpoint thaw wrote, unchanged
-(`sim.common.publish`).
+(`thaw_kernel.publish`).
 """
 
 import zlib
@@ -24,8 +24,8 @@ from calibration.checkpoint.format import (
     check_alignment,
 )
 from calibration.checkpoint.ordering import forward_pass_order
-from sim.common.errors import InputError
-from sim.common.publish import check_replaceable, staged_directory
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import check_replaceable, staged_directory
 
 KIND = "checkpoint"
 

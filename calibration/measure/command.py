@@ -8,7 +8,7 @@ sweep, the real loader cold and warm, safetensors cold and warm, on a checkpoint
 into `--dir`), host-to-device copies, an instance's start-up cost, decode and prefill of
 a reference model, and token migration to a second process. Then fits the cost models,
 checks that the figures are physically possible together, and writes the profile
-(sim/profile.py's schema) atomically. Its working files in `--dir` are removed at the
+(sim/config/profile.py's schema) atomically. Its working files in `--dir` are removed at the
 end. `--quick` (under a minute on a 2-core VM) is for tests, not for published numbers.
 """
 
@@ -51,11 +51,11 @@ from calibration.measure.storage_probe import (
 )
 from calibration.measure.warmup_probe import measure_warmup
 from calibration.migration.model import Transformer, save_model
-from sim import profile
-from sim.common.cli import Parser, run
-from sim.common.errors import InputError
-from sim.common.publish import write_file_atomically
-from sim.common.units import parse_size
+from sim.config import profile
+from thaw_kernel.command_line import Parser, run
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import write_file_atomically
+from thaw_kernel.units import parse_size
 
 PROG = "python -m calibration.measure"
 STEPS = 7

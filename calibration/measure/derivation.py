@@ -2,7 +2,7 @@
 
 Each derived number is one measured figure, or the simulator's own cost model fitted to
 measured points (`calibration.measure.linear_fit`), so that it predicts the measured times as
-well as that model can (sim/profile.py documents the fields):
+well as that model can (sim/config/profile.py documents the fields):
 
 - `ssd_read_bytes_per_s`: the real loader, cold, from the measured disk to the device;
 - `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory

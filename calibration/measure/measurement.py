@@ -2,7 +2,7 @@
 
 The profile keeps each as n, median, min and max with its unit, and whether the page
 cache could have served it, so that a reader can judge a derived number by the raw
-figures behind it (sim/profile.py's `measurements`).
+figures behind it (sim/config/profile.py's `measurements`).
 """
 
 import statistics

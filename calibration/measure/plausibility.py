@@ -19,7 +19,7 @@ with the file evicted and checked (`calibration.measure.storage_probe`).
 """
 
 from calibration.measure.measurement import Measurement
-from sim.common.errors import InputError
+from thaw_kernel.errors import InputError
 
 # A median this much faster than the fastest round of its bound, in the same run, moved
 # bytes the hardware did not. The loader's cold median came to 0.54-0.88 of the fastest

@@ -37,7 +37,7 @@ from calibration.measure.measurement import Measurement, seconds
 from calibration.measure.raw_read import raw_read
 from calibration.measure.synthetic import llama_shapes, random_bf16
 from calibration.measure.touch import touch
-from sim.common.errors import InputError
+from thaw_kernel.errors import InputError
 
 Progress = Callable[[str], None]
 

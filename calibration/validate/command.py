@@ -52,13 +52,13 @@ from calibration.validate.scenario import (
 from calibration.validate.scheduler import Replay
 from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import summarize
-from sim.common import seeds
-from sim.common.cli import Parser
-from sim.common.cli import run as run_command
-from sim.common.errors import InputError
-from sim.common.publish import check_replaceable, staged_directory
 from sim.config import read_config
-from sim.profile import read_profile
+from sim.config.profile import read_profile
+from thaw_kernel import seeds
+from thaw_kernel.command_line import Parser
+from thaw_kernel.command_line import run as run_command
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import check_replaceable, staged_directory
 
 PROG = "python -m calibration.validate"
 KIND = "validation"

@@ -1,5 +1,5 @@
-"""A replay instance's batch, as the simulator's instance serves one (`sim/instance.py`),
-and its two sides of a live migration (`sim/migration.py`).
+"""A replay instance's batch, as the simulator's instance serves one (`sim/model/instance.py`),
+and its two sides of a live migration (`sim/model/migration.py`).
 
 Prompts are prefilled one at a time, first come first served, decoding paused meanwhile,
 the first token out of the prefill; then one `decode_batch` step at a time over every

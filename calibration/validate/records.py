@@ -1,6 +1,6 @@
 """What the real replay measured, per request and per instance, in seconds from its start.
 
-A request's TTFT splits as the simulator's does (`sim.results.request_table`): queue (arrival to
+A request's TTFT splits as the simulator's does (`sim.engine.request_table`): queue (arrival to
 placement), startup (placement until its instance was ready: spawn, torch import and
 checkpoint load), prefill (the rest, waiting behind other prompts included); an
 instance's startup splits further into the process start (spawn to `started`, after

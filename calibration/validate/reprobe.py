@@ -2,7 +2,7 @@
 
 `calibration.measure` times a generic start-up (a process importing torch) within a few
 seconds; a validation replays for minutes, and its instances are processes of its own
-engine (`calibration.validate.instance`), which imports thaw's loader and model code
+engine (`calibration.validate.instance_process`), which imports thaw's loader and model code
 besides torch. On a shared or virtual machine the same start-up's CPU-seconds drift by a
 quarter from one minute to the next, and a start-up is nearly all of a cold TTFT here, so
 a profile caught in a fast or slow spell would pass for the simulator's error. Before the

@@ -12,7 +12,7 @@ import torch
 from calibration.measure.inference_probe import measure_decode, measure_prefill
 from calibration.migration.model import Transformer
 from calibration.validate.scenario import MODELS, Scenario
-from sim.config import ClusterConfig
+from sim.spec import ClusterConfig
 
 PROMPT = 48  # tokens: the replay's mean prompt
 STEPS = 10

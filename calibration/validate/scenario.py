@@ -22,7 +22,7 @@ import traces
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.migration.model import ModelConfig, Transformer, save_model
-from sim.common import seeds
+from thaw_kernel import seeds
 from traces.generate import synthesize
 from traces.writer import write_canonical
 

@@ -1,13 +1,13 @@
 """The real replay's scheduler: arrivals on the wall clock, the simulator's routing rules,
-the simulator's policy code, and real instance processes (`calibration.validate.instance`).
+the simulator's policy code, and real instance processes (`calibration.validate.instance_process`).
 
-Routing is `sim.simulator`'s: a request joins the least occupied warm instance of its model
+Routing is `sim.engine.simulator`'s: a request joins the least occupied warm instance of its model
 with room (the oldest among equals), else the oldest starting one with room; else, if no
 request of its model already waits, the policy places a new instance or says wait.
 Waiting requests are retried, the model with the oldest waiter first, whenever a request
 finishes or an instance goes idle. An idle instance stays warm `keep_alive_s`, and is
 reclaimed earlier (oldest idle first) when a new instance needs its GPU. A decision that
-migrates busy instances away (`calibration.validate.migration`) starts each one's target
+migrates busy instances away (`calibration.validate.replay_migration`) starts each one's target
 on its destination at once, and the new instance once they have left, its requests
 waiting for it meanwhile. Every time is `time.monotonic()`, shared by all the processes,
 from the replay's start.
@@ -24,61 +24,23 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calibration.validate.devices import server_device
-from calibration.validate.migration import Migration
+from calibration.validate.handle import STOPPED, WARM, Handle
 from calibration.validate.records import Records
+from calibration.validate.replay_migration import Migration
 from calibration.validate.scenario import MODELS, Layout, Scenario
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Running, Start
-from sim.config import ClusterConfig
+from sim.spec import ClusterConfig
 
-STARTING, WARM, STOPPED = "starting", "warm", "stopped"
 LEAD_S = 1.0  # the first arrival's distance from the start, for the loop to settle
-
-
-@dataclass(eq=False)
-class Instance:
-    """A real instance process, as the scheduler tracks it. Its process is spawned once its
-    GPU is free: at once, or once the instances migrating off it have left."""
-
-    id: int
-    model: str
-    server: int
-    tier: str
-    process: subprocess.Popen | None = None
-    state: str = STARTING
-    requests: set[int] = field(default_factory=set)  # the requests it holds
-    # Per decoding request: when it last held how many context tokens (prompt and output).
-    decoding: dict[int, tuple[float, int]] = field(default_factory=dict)
-    idle_epoch: int = 0  # bumped on every idle spell, so a stale keep-alive is ignored
-    leaving: int = 0  # instances still to migrate off its server before it spawns
-    migrating: bool = False  # a migration's source: takes no new request
-    reserved: bool = False  # a migration's target: takes no new request until it resumes
-    unsent: list[dict] = field(default_factory=list)  # commands for a process not yet spawned
-
-    @property
-    def occupancy(self) -> int:
-        return len(self.requests)
-
-    @property
-    def movable(self) -> bool:
-        """Busy and warm, not already part of a migration (as `sim.instance`'s)."""
-        return self.state == WARM and bool(self.requests) and not (self.migrating or self.reserved)
-
-    def send(self, command: dict) -> None:
-        if self.process is None:
-            self.unsent.append(command)
-            return
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
 
 
 class Replay:
@@ -111,13 +73,13 @@ class Replay:
         )
         self.books.running_on = self._running
         self.records = Records(len(trace))
-        self._migrations: dict[Instance, Migration] = {}  # by source and by target
-        self._instances: list[Instance] = []
-        self._idle: list[dict[Instance, None]] = [{} for _ in range(scenario.servers)]
+        self._migrations: dict[Handle, Migration] = {}  # by source and by target
+        self._instances: list[Handle] = []
+        self._idle: list[dict[Handle, None]] = [{} for _ in range(scenario.servers)]
         self._waiting: dict[str, deque[int]] = {}
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
-        self._inbox: queue.Queue[tuple[Instance, dict | None]] = queue.Queue()
+        self._inbox: queue.Queue[tuple[Handle, dict | None]] = queue.Queue()
         self._done = 0
         self._t0 = 0.0
 
@@ -129,7 +91,9 @@ class Replay:
             shutil.rmtree(self.layout.dram / f"dram{server}", ignore_errors=True)
         # Like the profile's start-up figure, which sets its first run apart: no replayed
         # start-up should be the one that reads torch's libraries from disk.
-        subprocess.run([sys.executable, "-c", "import calibration.validate.instance"], check=True)
+        subprocess.run(
+            [sys.executable, "-c", "import calibration.validate.instance_process"], check=True
+        )
         self._t0 = time.monotonic() + LEAD_S
         self.books.clock = self.now
         for i, arrival in enumerate(self.trace["arrival_s"]):
@@ -169,7 +133,7 @@ class Replay:
             if instance.process is not None:
                 instance.process.wait(timeout=60)
 
-    # --- arrivals and routing (as sim.simulator) ---
+    # --- arrivals and routing (as sim.engine.simulator) ---
 
     def _arrive(self, i: int) -> None:
         self.records.arrival[i] = float(self.trace["arrival_s"][i])
@@ -197,7 +161,7 @@ class Replay:
         self._join(i, instance)
         return True
 
-    def _room(self, model: str) -> Instance | None:
+    def _room(self, model: str) -> Handle | None:
         """The least occupied warm instance with room (oldest first), else the oldest
         starting one with room."""
         live = [
@@ -213,7 +177,7 @@ class Replay:
             return min(warm, key=lambda i: (i.occupancy, i.id))
         return min(live, key=lambda i: i.id, default=None)
 
-    def _join(self, i: int, instance: Instance) -> None:
+    def _join(self, i: int, instance: Handle) -> None:
         if instance in self._idle[instance.server]:
             self._set_idle(instance, False)
         self.records.placed(i, self.now(), instance.server, instance.tier, instance.id)
@@ -233,7 +197,7 @@ class Replay:
 
     # --- instances ---
 
-    def _launch(self, model: str, server: int, leaving: int = 0) -> Instance:
+    def _launch(self, model: str, server: int, leaving: int = 0) -> Handle:
         """A new instance of `model` on `server`: spawned now, on a free GPU (an idle
         instance's, reclaimed), or once the `leaving` instances migrating off have left."""
         if not leaving:
@@ -242,7 +206,7 @@ class Replay:
         if tier == "dram":
             self.books.dram[server].touch(model)
             self.books.dram[server].pin(model)
-        instance = Instance(len(self._instances), model, server, tier, leaving=leaving)
+        instance = Handle(len(self._instances), model, server, tier, leaving=leaving)
         self.records.created(model, server, tier)
         self._instances.append(instance)
         if not leaving:
@@ -257,7 +221,7 @@ class Replay:
         self.books.free[server] -= 1
         self.books.reindex(server)
 
-    def _spawn(self, instance: Instance) -> None:
+    def _spawn(self, instance: Handle) -> None:
         """Start the instance's process, and pass it the commands that waited for it."""
         server, model, tier = instance.server, instance.model, instance.tier
         source = (
@@ -282,7 +246,7 @@ class Replay:
             instance.send(command)
         instance.unsent.clear()
 
-    def _listen(self, instance: Instance) -> None:
+    def _listen(self, instance: Handle) -> None:
         """Pass the instance's messages on; None once it has ended (or said nonsense, which
         is then in its error file), so the loop always hears of its end."""
         assert instance.process is not None and instance.process.stdout is not None
@@ -294,7 +258,7 @@ class Replay:
                 errors.write(f"unreadable message from the instance: {err}\n")
         self._inbox.put((instance, None))
 
-    def _handle(self, instance: Instance, message: dict | None) -> None:
+    def _handle(self, instance: Handle, message: dict | None) -> None:
         if message is None:
             if instance.state != STOPPED:
                 error = (self.layout.work / f"instance-{instance.id}.err").read_text()
@@ -334,7 +298,7 @@ class Replay:
                     self._set_idle(instance, True)
             self._drain()
 
-    def _ready(self, instance: Instance) -> None:
+    def _ready(self, instance: Handle) -> None:
         instance.state = WARM
         if instance.tier == "dram":
             self.books.dram[instance.server].unpin(instance.model)
@@ -344,7 +308,7 @@ class Replay:
             self._set_idle(instance, True)
             self._drain()
 
-    def _set_idle(self, instance: Instance, idle: bool) -> None:
+    def _set_idle(self, instance: Handle, idle: bool) -> None:
         server = instance.server
         if idle:
             self._idle[server][instance] = None
@@ -356,11 +320,11 @@ class Replay:
         self.books.idle_gpus[server] += 1 if idle else -1
         self.books.reindex(server)
 
-    def _expire(self, instance: Instance, epoch: int) -> None:
+    def _expire(self, instance: Handle, epoch: int) -> None:
         if instance in self._idle[instance.server] and instance.idle_epoch == epoch:
             self._stop(instance)
 
-    # --- migrations (as sim.simulator's) ---
+    # --- migrations (as sim.engine.simulator's) ---
 
     def _running(self, server: int) -> list[Running]:
         """The busy warm instances on `server` a decision may migrate: the context tokens
@@ -382,7 +346,7 @@ class Replay:
             )
         return out
 
-    def _movable(self, server: int, instance_id: int) -> Instance:
+    def _movable(self, server: int, instance_id: int) -> Handle:
         instance = self._instances[instance_id] if instance_id < len(self._instances) else None
         if instance is None or instance.server != server or not instance.movable:
             raise RuntimeError(
@@ -391,14 +355,14 @@ class Replay:
             )
         return instance
 
-    def _migrate(self, source: Instance, destination: int, waiting: Instance) -> None:
+    def _migrate(self, source: Handle, destination: int, waiting: Handle) -> None:
         """Move `source` to a new instance on `destination`; its GPU goes to `waiting`."""
         target = self._launch(source.model, destination)
         cost = self.books.round_cost(source.model, source.server, destination)
         migration = Migration(source, target, waiting, cost, self)
         self._migrations[source] = self._migrations[target] = migration
 
-    def _migration_event(self, instance: Instance, event: str, message: dict, t: float) -> None:
+    def _migration_event(self, instance: Handle, event: str, message: dict, t: float) -> None:
         """Pass a message on to the migration the instance takes part in. One from a
         migration that ended (a target's answers after its source emptied) finds none, or
         one where the instance plays the other part (that target, migrating now)."""
@@ -435,7 +399,7 @@ class Replay:
             self._set_idle(target, True)
         self._drain()
 
-    def _stop(self, instance: Instance) -> None:
+    def _stop(self, instance: Handle) -> None:
         """Stop an instance (idle, or any at shutdown): its GPU is free at once.
 
         Killed, as platforms stop instances: Python's own teardown of torch takes about
@@ -473,4 +437,4 @@ def instance_spec(
 
 def instance_command(spec: dict) -> list[str]:
     """The command line that starts an instance process."""
-    return [sys.executable, "-m", "calibration.validate.instance", json.dumps(spec)]
+    return [sys.executable, "-m", "calibration.validate.instance_process", json.dumps(spec)]

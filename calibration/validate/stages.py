@@ -1,6 +1,6 @@
 """A cold start stage by stage: the real instances' medians beside the simulator's.
 
-The real instances stamp each stage's end (`calibration.validate.instance`); the
+The real instances stamp each stage's end (`calibration.validate.instance_process`); the
 simulator's side comes from its own run on the same trace (its instance log), with the
 load priced from the profile's bandwidths as the simulator prices an uncontended one, and
 the warm-up the profile's (`warmup_s`: the build and the first pass's one-time costs; a

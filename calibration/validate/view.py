@@ -1,26 +1,26 @@
 """The scheduler's books of the real cluster, read by policies as a `ClusterView`.
 
 The same policy code the simulator runs decides here, so the books keep what it reads
-the way `sim.cluster` does: per tier and model an `IndexedSet` of holders (kept by the
+the way `sim.model.cluster` does: per tier and model an `IndexedSet` of holders (kept by the
 simulator's own `CheckpointCache`, so LRU order and eviction are the same), and per
 available-GPU count an `IndexedSet` of servers (so `random` sees candidates in the same
 order and its seeded draws mean the same). Load-time estimates come from the profile's
 bandwidths, as a real ServerlessLLM scheduler estimates from measured ones; with one GPU
 per server no two loads share a server's links, so bytes over bandwidth is the whole
 estimate. `running` lists the busy warm instances the replay can migrate, and rounds are
-priced by the simulator's own cost model (`sim.migration.round_cost`); `sleeping` lists
+priced by the simulator's own cost model (`sim.model.migration.round_cost`); `sleeping` lists
 none: the replay's engines do not sleep.
 """
 
 from collections.abc import Callable, Iterable
 
 from policies.base import RoundCost, Running, Sleeping
-from sim.cache import CheckpointCache
-from sim.common.stages import Step, default_steps
-from sim.common.tiers import CACHE_TIERS
-from sim.config import ClusterConfig
-from sim.indexed_set import IndexedSet
-from sim.migration import round_cost
+from sim.model.cache import CheckpointCache
+from sim.model.indexed_set import IndexedSet
+from sim.model.migration import round_cost
+from sim.spec import ClusterConfig
+from thaw_kernel.stages import Step, default_steps
+from thaw_kernel.tiers import CACHE_TIERS
 
 
 class Books:

@@ -6,9 +6,9 @@ import pkgutil
 from sim.keep_alive.base import (
     Idle,
     KeepAlive,
-    check_keep_alive,
     keep_alive_names,
     make_keep_alive,
+    parse_keep_alive,
     register,
 )
 
@@ -19,8 +19,8 @@ for _module in pkgutil.iter_modules(__path__):
 __all__ = [
     "Idle",
     "KeepAlive",
-    "check_keep_alive",
     "keep_alive_names",
     "make_keep_alive",
+    "parse_keep_alive",
     "register",
 ]

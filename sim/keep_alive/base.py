@@ -9,7 +9,7 @@ its GPUs (`victim`). A policy is chosen as `NAME[:params]` (`--keep-alive`, or
 `sim/keep_alive/__init__.py` imports them all.
 
 Any policy takes the option `sleep=SECONDS` among its params (`fixed:60,sleep=600`):
-an instance whose keep-alive expires then sleeps (`sim.sleep_spec`) for up to SECONDS
+an instance whose keep-alive expires then sleeps (`sim.config.sleep`) for up to SECONDS
 before it stops, if its model has a sleep table and its server the room.
 """
 
@@ -17,17 +17,18 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from sim.common import bounds
-from sim.common.registry import Registry
 from sim.keep_alive.params import number
+from sim.spec import KeepAliveSpec
+from thaw_kernel import bounds
+from thaw_kernel.registry import Registry
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     import numpy as np
 
-    from sim.instance import Instance
-    from sim.server import Server
+    from sim.model.instance import Instance
+    from sim.model.server import Server
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,16 @@ class KeepAlive(ABC):
     name: ClassVar[str]
     sleep_s: float = 0.0  # how long an expired instance sleeps before it stops (0: never)
 
+    @classmethod
     @abstractmethod
-    def __init__(self, params: str, keep_alive_s: float) -> None:
-        """`params`: the text after `NAME:` ('' when none), ValueError if wrong;
-        `keep_alive_s`: the cluster's fixed keep-alive, for policies that default to it."""
+    def parse(cls, params: str) -> dict[str, float]:
+        """The values of `params`, the text after `NAME:` ('' when none, and without the
+        `sleep=` option); ValueError says what is wrong."""
+
+    @abstractmethod
+    def __init__(self, values: "Mapping[str, float]", keep_alive_s: float) -> None:
+        """`values`: what `parse` made of the params; `keep_alive_s`: the cluster's fixed
+        keep-alive, for policies that default to it."""
 
     def start(  # noqa: B027 (an optional hook)
         self, arrival: "np.ndarray", model: "np.ndarray", names: list[str]
@@ -84,27 +91,31 @@ def keep_alive_names() -> list[str]:
     return _REGISTRY.names()
 
 
-def make_keep_alive(spec: str, keep_alive_s: float) -> KeepAlive:
-    """The policy `spec` names (`NAME[:params]`), on a cluster whose fixed keep-alive is
-    `keep_alive_s`; ValueError says why not."""
-    if not isinstance(spec, str):
-        raise ValueError(f"expected a string NAME[:params], got {spec!r}")
-    name, _, params = spec.partition(":")
+def parse_keep_alive(text: object) -> KeepAliveSpec:
+    """The policy `text` names (`NAME[:params]`), its parameters parsed and checked: the
+    one parser for the cluster file, the command line and `sim.run`; ValueError says why
+    not."""
+    if isinstance(text, KeepAliveSpec):
+        return text
+    if not isinstance(text, str):
+        raise ValueError(f"expected a string NAME[:params], got {text!r}")
+    name, _, params = text.partition(":")
     try:
         cls = _REGISTRY.get(name)
     except KeyError as err:
         raise ValueError(err.args[0]) from None
     items = params.split(",") if params else []
     sleeps = [item.removeprefix("sleep=") for item in items if item.startswith("sleep=")]
-    policy = cls(",".join(i for i in items if not i.startswith("sleep=")), keep_alive_s)
+    values = cls.parse(",".join(i for i in items if not i.startswith("sleep=")))
     if len(sleeps) > 1:
         raise ValueError("sleep: given twice")
-    if sleeps:
-        policy.sleep_s = number(sleeps[0], "sleep", 0.0, bounds.SECONDS)
+    sleep_s = number(sleeps[0], "sleep", 0.0, bounds.SECONDS) if sleeps else 0.0
+    return KeepAliveSpec(text, name, tuple(values.items()), sleep_s)
+
+
+def make_keep_alive(spec: KeepAliveSpec, keep_alive_s: float) -> KeepAlive:
+    """A fresh policy as `spec` chose it, on a cluster whose fixed keep-alive is
+    `keep_alive_s` (a policy keeps state over a run, so each run makes its own)."""
+    policy = _REGISTRY.get(spec.name)(dict(spec.values), keep_alive_s)
+    policy.sleep_s = spec.sleep_s
     return policy
-
-
-def check_keep_alive(spec: str) -> str:
-    """`spec` if it names a policy with valid parameters; ValueError says why not."""
-    make_keep_alive(spec, 0.0)
-    return spec

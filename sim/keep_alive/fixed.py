@@ -6,21 +6,25 @@ platforms use it, and thaw's default: SECONDS defaults to the cluster's
 Under GPU pressure the longest-idle instance of the chosen server stops first.
 """
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from sim.common import bounds
 from sim.keep_alive.base import Idle, KeepAlive, register
 from sim.keep_alive.params import number
+from thaw_kernel import bounds
 
 if TYPE_CHECKING:
-    from sim.instance import Instance
+    from sim.model.instance import Instance
 
 
 @register("fixed")
 class Fixed(KeepAlive):
-    def __init__(self, params: str, keep_alive_s: float) -> None:
-        seconds = number(params, "fixed", 0.0, bounds.SECONDS) if params else keep_alive_s
-        self._idle = Idle(seconds)
+    @classmethod
+    def parse(cls, params: str) -> dict[str, float]:
+        return {"seconds": number(params, "fixed", 0.0, bounds.SECONDS)} if params else {}
+
+    def __init__(self, values: Mapping[str, float], keep_alive_s: float) -> None:
+        self._idle = Idle(values.get("seconds", keep_alive_s))
 
     def idle(self, instance: "Instance", now: float) -> Idle:
         return self._idle

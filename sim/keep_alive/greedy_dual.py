@@ -23,17 +23,21 @@ import numpy as np
 from sim.keep_alive.base import Idle, KeepAlive, register
 
 if TYPE_CHECKING:
-    from sim.instance import Instance
-    from sim.server import Server
+    from sim.model.instance import Instance
+    from sim.model.server import Server
 
 _KEEP = Idle(None)
 
 
 @register("greedy-dual")
 class GreedyDual(KeepAlive):
-    def __init__(self, params: str, keep_alive_s: float) -> None:
+    @classmethod
+    def parse(cls, params: str) -> dict[str, float]:
         if params:
             raise ValueError(f"greedy-dual takes no parameters, got {params!r}")
+        return {}
+
+    def __init__(self, values: Mapping[str, float], keep_alive_s: float) -> None:
         self._arrivals: Mapping[str, np.ndarray] = {}
         self._clock: dict[int, float] = {}  # per server
         self.priority: weakref.WeakKeyDictionary[Instance, float] = weakref.WeakKeyDictionary()

@@ -25,16 +25,17 @@ thaw's choices where the paper gives no number here: `min_samples` = 10, `cv_min
 """
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.common import bounds
 from sim.keep_alive.base import Idle, KeepAlive, register
 from sim.keep_alive.params import key_values
+from thaw_kernel import bounds
 
 if TYPE_CHECKING:
-    from sim.instance import Instance
+    from sim.model.instance import Instance
 
 # key -> (default, lowest, highest)
 PARAMS = {
@@ -53,7 +54,8 @@ MAX_BINS = 1_000_000  # range_s / bin_s: one model's histogram stays a few MB at
 
 @register("histogram")
 class Histogram(KeepAlive):
-    def __init__(self, params: str, keep_alive_s: float) -> None:
+    @classmethod
+    def parse(cls, params: str) -> dict[str, float]:
         p = key_values(params, PARAMS)
         if p["head"] > p["tail"]:
             raise ValueError(f"head ({p['head']:g}) must not exceed tail ({p['tail']:g})")
@@ -62,8 +64,12 @@ class Histogram(KeepAlive):
             raise ValueError(f"range_s / bin_s: at most {MAX_BINS} bins, got {bins}")
         if p["min_samples"] != int(p["min_samples"]):
             raise ValueError(f"min_samples: expected an integer, got {p['min_samples']:g}")
+        return p
+
+    def __init__(self, values: Mapping[str, float], keep_alive_s: float) -> None:
+        p = dict(values)
         self._p = p
-        self._bins = bins
+        self._bins = math.ceil(p["range_s"] / p["bin_s"])
         self._counts: dict[str, np.ndarray] = {}  # per model, idle times per bin
         self._out: dict[str, int] = {}  # per model, idle times beyond the range
         self._idle_since: dict[str, float] = {}

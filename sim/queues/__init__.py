@@ -3,10 +3,10 @@
 import importlib
 import pkgutil
 
-from sim.queues.base import get_queue, queue_names, register
+from sim.queues.base import get_queue, parse_queue, queue_names, register
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["get_queue", "queue_names", "register"]
+__all__ = ["get_queue", "parse_queue", "queue_names", "register"]

@@ -35,7 +35,7 @@ from sim.queues.fifo import Fifo
 from sim.queues.reserved_view import ReservedView
 
 if TYPE_CHECKING:
-    from sim.instance import Instance
+    from sim.model.instance import Instance
 
 
 @register("backfill")

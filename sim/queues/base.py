@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from policies.base import ClusterView
-from sim.common.registry import Registry
+from thaw_kernel.registry import Registry
 
 if TYPE_CHECKING:
-    from sim.cluster import Cluster
-    from sim.config import ModelSpec
+    from sim.model.cluster import Cluster
+    from sim.spec import ModelSpec
 
 # Place request i of a model now (join an instance or start one): True if it was placed.
 Route = Callable[[int, str], bool]
@@ -68,3 +68,11 @@ get_queue = _REGISTRY.get
 
 def queue_names() -> list[str]:
     return _REGISTRY.names()
+
+
+def parse_queue(value: object) -> str:
+    """`value` if it names a queue discipline: the one parser for the cluster file, the
+    command line and `sim.run`; ValueError says why not."""
+    if value not in queue_names():
+        raise ValueError(f"unknown queue discipline {value!r} (known: {', '.join(queue_names())})")
+    return value

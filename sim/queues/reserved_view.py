@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from policies.base import RoundCost, Running, Sleeping, least_occupied
-from sim.common.stages import Step
+from thaw_kernel.stages import Step
 
 if TYPE_CHECKING:
-    from sim.cluster import Cluster
-    from sim.indexed_set import IndexedSet
+    from sim.model.cluster import Cluster
+    from sim.model.indexed_set import IndexedSet
 
 
 class ReservedView:

@@ -2,7 +2,7 @@
 
 A run that fails or is killed leaves no half-written directory behind. An existing
 directory is replaced only if it is empty or a run directory thaw wrote, unchanged
-(`sim.common.publish`); anything else at that path belongs to the user and is never
+(`thaw_kernel.publish`); anything else at that path belongs to the user and is never
 touched.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.common.errors import InputError
-from sim.common.publish import check_replaceable, staged_directory
-from sim.results.schema import INSTANCES, REQUESTS
+from sim.schema import INSTANCES, REQUESTS
+from thaw_kernel.errors import InputError
+from thaw_kernel.publish import check_replaceable, staged_directory
 
 KIND = "run"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.common.tiers import LOAD_TIERS, START_TIERS, Tier
-from sim.results.request_table import STATUSES
-from sim.results.schema import SCHEMA_VERSION
-from sim.simulator import Simulation
+from sim.engine.request_table import STATUSES
+from sim.engine.simulator import Simulation
+from sim.schema import SCHEMA_VERSION
+from thaw_kernel.tiers import LOAD_TIERS, START_TIERS, Tier
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
@@ -67,7 +67,7 @@ def scheduling_figures(sim: Simulation) -> dict:
       start rather than join a warm one;
     - GPU-seconds split into starting (allocated, not yet warm), idle-warm (warm, holding
       no request), sleeping (the share of their GPUs' memory sleeping engines keep,
-      `sim.sleepers`) and serving (the rest);
+      `sim.model.sleepers`) and serving (the rest);
     - fairness: Jain's index over the models' mean slowdown, a request's slowdown being
       its TTFT over its own prefill time (its TTFT on a warm, idle instance).
     """
@@ -122,7 +122,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "schema_version": SCHEMA_VERSION,
         "policy": policy,
         "queue": sim.config.queue,
-        "keep_alive": sim.config.keep_alive,
+        "keep_alive": sim.config.keep_alive.text,
         "seed": seed,
         "requests": int(t.n),
         "completed": int(done.sum()),

@@ -12,9 +12,9 @@ import traces
 from analysis import AnalysisInputError, bootstrap_ci, over_seeds, read_runs, slo_attainment
 from analysis.cli import main
 from analysis.report import settings_table
-from sim.cli import main as sim_main
-from sim.sweep.driver import run_sweep
-from sim.sweep.grid import read_sweep
+from sim.runner.cli import main as sim_main
+from sim.runner.sweep.driver import run_sweep
+from sim.runner.sweep.grid import read_sweep
 
 
 @pytest.fixture(scope="module")

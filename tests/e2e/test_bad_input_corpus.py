@@ -12,7 +12,7 @@ import pytest
 from refusal import refused
 
 from calibration.checkpoint.verify import main as verify
-from sim.cli import main
+from sim.runner.cli import main
 
 BAD = Path(__file__).parents[1] / "data" / "bad"
 

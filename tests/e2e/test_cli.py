@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from refusal import assert_one_line, refused, tree
 
-from sim.cli import main
+from sim.runner.cli import main
 
 
 def sim(*args, cwd):

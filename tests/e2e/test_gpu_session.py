@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sim import profile
+from sim.config import profile
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu_session.sh"

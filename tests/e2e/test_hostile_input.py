@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from refusal import refused
 
-from sim.cli import main as sim
-from sim.common.errors import InputError
 from sim.results.run_dir import write_run
+from sim.runner.cli import main as sim
+from thaw_kernel.errors import InputError
 from traces.cli import main as traces
 
 HEADER = "arrival_s,model,input_tokens,output_tokens"

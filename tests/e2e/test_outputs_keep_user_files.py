@@ -11,8 +11,8 @@ from refusal import refused
 
 from analysis.cli import main as analysis
 from calibration.checkpoint.convert import main as convert
-from sim.cli import main as sim
-from sim.common.publish import MARKER
+from sim.runner.cli import main as sim
+from thaw_kernel.publish import MARKER
 from traces.cli import main as traces
 
 RUN = ["run", "--max-requests", "10", "--quiet", "--out"]
@@ -106,7 +106,7 @@ def test_an_out_that_cannot_be_created_is_refused_before_the_run(
     def simulated(*args, **kwargs):
         raise AssertionError("the run started before --out was checked")
 
-    monkeypatch.setattr("sim.cli.simulate", simulated)
+    monkeypatch.setattr("sim.runner.cli.simulate", simulated)
     out = out.replace("FILE", str(tmp_path / "file"))
     refused(capsys, sim, [*RUN, out], f"{out}: cannot be created", keeps=tmp_path)
 
@@ -123,13 +123,13 @@ def test_report_refuses_a_summary_of_an_unknown_schema_version(tmp_path, capsys)
 @pytest.mark.parametrize(
     ("main", "argv", "target"),
     [
-        (sim, [*RUN, "OUT"], "sim.cli.simulate"),
+        (sim, [*RUN, "OUT"], "sim.runner.cli.simulate"),
         (analysis, ["report", "RUN", "-o", "OUT"], "analysis.cli.write_report"),
         (convert, ["SRC", "OUT"], "calibration.checkpoint.convert.write_checkpoint"),
         (
             sim,
             ["sweep", "--seeds", "1", "--jobs", "1", "--quiet", "--out", "OUT"],
-            "sim.cli.run_sweep",
+            "sim.runner.cli.run_sweep",
         ),
         (traces, ["convert", "TRACE", "-o", "CSV"], "traces.cli.write_canonical"),
     ],

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import traces
-from sim.common import seeds
-from sim.common.tiers import Tier
 from sim.config import read_config
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
+from thaw_kernel import seeds
+from thaw_kernel.tiers import Tier
 
 # policy: (TTFT p50, TTFT p99, loads by tier, migrations, preemptions, GPU-seconds)
 PINNED = {

@@ -8,8 +8,8 @@ import sys
 import pytest
 import tomli_w
 
-from sim.common.stages import default_steps
 from sim.config import read_config
+from thaw_kernel.stages import default_steps
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_ewl_puts_every_model_on_an_engine_of_the_default_start_up(sim_speed, tm
 def test_peer_and_sleep_switch_on_their_mechanism_alone(sim_speed, tmp_path):
     peer, sleep = read(sim_speed, tmp_path, peer=True), read(sim_speed, tmp_path, sleep=True)
     assert peer.peer_loading and peer.sleep is None and not peer.overlapped
-    assert sleep.sleep[""].level == 1 and sleep.keep_alive == "fixed:sleep=600"
+    assert sleep.sleep[""].level == 1 and sleep.keep_alive.text == "fixed:sleep=600"
     assert not sleep.peer_loading and not sleep.overlapped
 
 

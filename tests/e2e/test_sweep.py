@@ -15,13 +15,13 @@ from refusal import refused
 
 import traces
 from sim.api import replay
-from sim.cli import _keep_alive_list, main
-from sim.common import seeds
-from sim.common.errors import InputError
 from sim.config import read_config
-from sim.results.schema import SWEEP_TABLE
-from sim.sweep.driver import run_sweep
-from sim.sweep.grid import RunPoint, escape_spec, read_sweep
+from sim.runner.cli import _keep_alive_list, main
+from sim.runner.sweep.driver import run_sweep
+from sim.runner.sweep.grid import RunPoint, escape_spec, read_sweep
+from sim.schema import SWEEP_TABLE
+from thaw_kernel import seeds
+from thaw_kernel.errors import InputError
 
 GRID = ["--policies", "random,locality", "--rate-scales", "1,2", "--seeds", "2"]
 

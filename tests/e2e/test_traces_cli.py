@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import traces
-from sim.cli import main as sim_main
-from sim.common import seeds
+from sim.runner.cli import main as sim_main
+from thaw_kernel import seeds
 from traces.catalog import default_models
 from traces.cli import main
 

@@ -25,8 +25,8 @@ from calibration.validate.summary import summarize
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
-from sim.config import ClusterConfig
-from sim.profile import read_profile
+from sim.config.profile import read_profile
+from sim.spec import ClusterConfig
 from tests.refusal import refused
 from tests.validate_support import DERIVED, MB, books, cluster_config, write_profile
 
@@ -249,7 +249,7 @@ def test_an_instance_loads_from_ssd_installs_in_dram_and_serves_on_its_device(tm
     dram.parent.mkdir()
     fields = {k: v for k, v in vars(MODELS["small"]).items() if k != "dtype"}
     spec = {"config": fields, "checkpoint": str(ssd), "install": str(dram), "max_batch": 2}
-    command = [sys.executable, "-m", "calibration.validate.instance"]
+    command = [sys.executable, "-m", "calibration.validate.instance_process"]
     command.append(json.dumps(spec | {"device": device}))
     with subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

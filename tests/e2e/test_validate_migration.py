@@ -17,9 +17,9 @@ from calibration.validate.scenario import Layout, Scenario, write_checkpoints
 from calibration.validate.scheduler import Replay
 from policies import get_policy
 from policies.base import Move, Request, Running, Start
-from sim.common.errors import InputError
-from sim.config import ClusterConfig
+from sim.spec import ClusterConfig
 from tests.validate_support import DERIVED, MB, books, cluster_config
+from thaw_kernel.errors import InputError
 from traces.writer import write_canonical
 
 TINY = ModelConfig(layers=2, hidden=64, heads=4, kv_heads=2, vocab=256, max_positions=128)

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.cache import CheckpointCache
+from sim.model.cache import CheckpointCache
 
 
 def make(capacity):

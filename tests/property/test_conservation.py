@@ -2,7 +2,7 @@
 
 Every request ends exactly once, having received exactly its output tokens (the
 simulator raises otherwise: `RequestTable.done`), its timeline agrees with its instance's
-(`tests/timeline.py`), the cluster's books hold after every event (`sim.invariants`), and
+(`tests/timeline.py`), the cluster's books hold after every event (`sim.engine.invariants`), and
 a fixed seed gives identical results.
 """
 

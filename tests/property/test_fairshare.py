@@ -3,7 +3,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.fairshare import max_min_rates
+from sim.model.fairshare import max_min_rates
 
 
 def test_a_single_flow_runs_at_its_bottleneck():

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from refusal import assert_one_line
 
-from sim.cli import main as sim
+from sim.runner.cli import main as sim
 from traces.cli import main as traces
 
 CLUSTER = b"""keep_alive_s = 60.0

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies import policy_names
-from sim.common import seeds
 from sim.config import read_config
+from sim.engine.simulator import Simulation
 from sim.queues import queue_names
-from sim.simulator import Simulation
+from thaw_kernel import seeds
 
 BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
 # Short bins and few samples, so that the histogram pre-warms within a 60-s trace.

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.common import seeds
 from sim.config import read_config
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
 from tests.property.test_random_clusters import clusters, traces
+from thaw_kernel import seeds
 
 SLEEPY = 'keep_alive = "fixed:1,sleep=30"\nsleep = {level = 1, gpu_memory = "1GiB"}\n'
 TOP = ("keep_alive", "sleep =")  # the drawn cluster's keep-alive and sleep lines

@@ -1,10 +1,10 @@
-"""The Guarantees page (docs/guarantees.md) states every bound in sim/common/bounds.py, at
+"""The Guarantees page (docs/guarantees.md) states every bound in thaw_kernel/bounds.py, at
 the value the code enforces: a bound added or changed in one place and not the other
 fails here."""
 
 from pathlib import Path
 
-from sim.common import bounds
+from thaw_kernel import bounds
 
 GUARANTEES = Path(__file__).parents[2] / "docs" / "guarantees.md"
 

@@ -16,7 +16,7 @@ import calibration
 from calibration.checkpoint import convert
 from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, read_index
 from calibration.checkpoint.ordering import forward_pass_order
-from sim.common import publish
+from thaw_kernel import publish
 
 
 def test_forward_pass_order_is_natural_not_alphabetical():

@@ -9,7 +9,7 @@ import pytest
 from refusal import refused
 
 import traces
-from sim.common import seeds
+from thaw_kernel import seeds
 from traces.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "traces"

@@ -2,8 +2,8 @@ import tomllib
 
 import pytest
 
-from sim.common.errors import InputError
 from sim.config import read_config
+from thaw_kernel.errors import InputError
 
 
 def write(tmp_path, text):

@@ -4,7 +4,7 @@ from conftest import simulate, tiny_config
 
 from policies.base import RoundCost, Running
 from policies.estimator import leaves_at_s, plan_rounds, start_s
-from sim.common.stages import default_steps
+from thaw_kernel.stages import default_steps
 
 COST = RoundCost(per_token_s=2**-10, fixed_s=0.0625, stop_tokens=20, max_rounds=10)
 

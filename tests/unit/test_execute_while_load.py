@@ -1,14 +1,14 @@
-"""Execute-while-load (`sim.overlap`), worked by hand on the tiny cluster: checkpoints of
+"""Execute-while-load (`sim.model.overlap`), worked by hand on the tiny cluster: checkpoints of
 4 GiB from the remote store at 1 GiB/s (4 s alone), prefills at 1,024 tokens/s, a fixed
 2 s `init` stage before the load."""
 
 import pytest
 
-import sim.instance
-from sim.common.errors import InputError
-from sim.invariants import InvariantError
-from sim.overlap import first_token_at
+import sim.model.instance
+from sim.engine.invariants import InvariantError
+from sim.model.overlap import first_token_at
 from tests.conftest import simulate, tiny_config
+from thaw_kernel.errors import InputError
 
 ENGINE = """
 [engines.e]
@@ -97,6 +97,6 @@ def test_layers_must_be_a_positive_integer(tmp_path):
 def test_the_audit_catches_a_rule_that_delays_the_first_token(tmp_path, monkeypatch):
     # A broken rule: the first token a second after loading then prefilling.
     late = lambda progress, prefill_s, layers: progress[-1][0] + prefill_s + 1.0  # noqa: E731
-    monkeypatch.setattr(sim.instance, "first_token_at", late)
+    monkeypatch.setattr(sim.model.instance, "first_token_at", late)
     with pytest.raises(InvariantError, match="effective ready"):
         simulate(config(tmp_path), [(0.0, "a", 2048, 1)], check=True)

@@ -3,10 +3,10 @@
 import pytest
 from conftest import simulate, tiny_config
 
-from sim.cache import CheckpointCache
-from sim.cli import main
-from sim.cluster import Cluster
-from sim.invariants import InvariantError
+from sim.engine.invariants import InvariantError
+from sim.model.cache import CheckpointCache
+from sim.model.cluster import Cluster
+from sim.runner.cli import main
 
 ROWS = [(0.0, "a", 512, 20), (1.0, "b", 512, 20), (30.0, "a", 512, 5)]
 

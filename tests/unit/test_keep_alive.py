@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.common import seeds
 from sim.config import read_config
-from sim.keep_alive import make_keep_alive
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
+from sim.keep_alive import make_keep_alive, parse_keep_alive
+from thaw_kernel import seeds
 
 CLUSTER = """
 keep_alive_s = 60.0
@@ -154,7 +154,7 @@ class Stand:
 
 def test_greedy_dual_names_its_victims_in_order_beforehand():
     # A wake prices its swap with `reclaim_order` before `victim` picks them one by one.
-    policy = make_keep_alive("greedy-dual", 60.0)
+    policy = make_keep_alive(parse_keep_alive("greedy-dual"), 60.0)
     x, y, z = Stand(), Stand(), Stand()
     server = SimpleNamespace(id=0, idle={x: 1.0, y: 2.0, z: 3.0})
     policy.priority.update({x: 5.0, y: 2.0, z: 5.0})
@@ -168,7 +168,7 @@ def test_greedy_dual_names_its_victims_in_order_beforehand():
 
 
 def test_greedy_dual_counts_frequency_from_the_trace(tmp_path):
-    policy = make_keep_alive("greedy-dual", 60.0)
+    policy = make_keep_alive(parse_keep_alive("greedy-dual"), 60.0)
     arrival = np.array([0.0, 1.0, 2.0, 3.0])
     policy.start(arrival, np.array([0, 1, 0, 0]), ["a", "b"])
     assert [len(policy._arrivals[m]) for m in ("a", "b")] == [3, 1]
@@ -188,4 +188,4 @@ def test_greedy_dual_counts_frequency_from_the_trace(tmp_path):
 )
 def test_bad_specs_say_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
-        make_keep_alive(spec, 60.0)
+        parse_keep_alive(spec)

@@ -5,7 +5,7 @@ import json
 import pytest
 from refusal import refused
 
-from sim.cli import main
+from sim.runner.cli import main
 
 
 def run(tmp_path, *flags):

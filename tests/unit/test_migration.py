@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from conftest import GiB, simulate, tiny_config
 
-from sim.common import seeds
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
+from thaw_kernel import seeds
 
 STARTUP = 2.0
 SSD_LOAD = 4 * GiB / (2 * GiB)

@@ -12,10 +12,10 @@ import pytest
 from conftest import TINY, simulate
 from timeline import check_timeline
 
-from sim.common import seeds
-from sim.common.errors import InputError
 from sim.config import read_config
-from sim.simulator import Simulation
+from sim.engine.simulator import Simulation
+from thaw_kernel import seeds
+from thaw_kernel.errors import InputError
 
 STARTUP, PREFILL = 2.0, 0.5
 REMOTE = STARTUP + 4.0  # 4 GiB over the 1 GiB/s storage network

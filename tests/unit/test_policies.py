@@ -7,7 +7,7 @@ import pytest
 
 from policies import get_policy, policy_names
 from policies.base import Move, Request, RoundCost, Running, Sleeping, Start, Wait, Wake
-from sim.common.stages import default_steps
+from thaw_kernel.stages import default_steps
 
 LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
 COST = RoundCost(per_token_s=0.001, fixed_s=0.01, stop_tokens=20, max_rounds=10)

@@ -6,8 +6,8 @@ import re
 import pytest
 from conftest import GiB, simulate, tiny_config
 
-from sim.common.errors import InputError
 from sim.config import read_config
+from thaw_kernel.errors import InputError
 
 DERIVED = {
     "ssd_read_bytes_per_s": 2 * GiB,

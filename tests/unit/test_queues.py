@@ -13,12 +13,12 @@ import pytest
 
 from policies import get_policy
 from policies.base import Request, Start
-from sim.clock import Clock
-from sim.cluster import Cluster
-from sim.common import seeds
 from sim.config import read_config
+from sim.engine.simulator import Simulation
+from sim.model.clock import Clock
+from sim.model.cluster import Cluster
 from sim.queues.reserved_view import ReservedView
-from sim.simulator import Simulation
+from thaw_kernel import seeds
 
 SERVER = """
 keep_alive_s = 8.0

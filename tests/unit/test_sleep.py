@@ -1,4 +1,4 @@
-"""Sleeping engines (`sim.sleepers`), worked by hand on the tiny cluster: 4 GiB
+"""Sleeping engines (`sim.model.sleepers`), worked by hand on the tiny cluster: 4 GiB
 checkpoints, 1 GiB/s to the remote store, 2 GiB/s SSD, 4 GiB/s PCIe per GPU, 16 GiB GPUs,
 8 GiB of DRAM, a 2 s start-up, prefills at 1,024 tokens/s; keep-alive 8 s, then asleep
 for up to 100 s, keeping 2 GiB per GPU (1/8 of its memory)."""
@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from sim.cache import CheckpointCache
-from sim.common.errors import InputError
 from sim.config import read_config
-from sim.invariants import InvariantError
+from sim.engine.invariants import InvariantError
+from sim.model.cache import CheckpointCache
 from sim.results.summary import scheduling_figures, summarize
 from tests.conftest import TINY, simulate
+from thaw_kernel.errors import InputError
 
 
 def config(tmp_path, level=1, gpus=2, keep_alive='"fixed:8,sleep=100"', memory="2GiB", **kw):

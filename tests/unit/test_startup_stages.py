@@ -9,11 +9,11 @@ import pytest
 from conftest import simulate, tiny_config
 
 from policies.estimator import start_s
-from sim.common.errors import InputError
-from sim.common.seeds import rng
 from sim.config import read_config
-from sim.invariants import InvariantError, check_state
-from sim.simulator import Simulation
+from sim.engine.invariants import InvariantError, check_state
+from sim.engine.simulator import Simulation
+from thaw_kernel.errors import InputError
+from thaw_kernel.seeds import rng
 
 ENGINE = 'engine = "e"'
 
@@ -179,12 +179,13 @@ def test_the_checker_catches_over_committed_cores_and_lost_cpu_work(tmp_path):
     cores = sim.cluster.servers[0].cores
     first = cores.start(1.0, ("cores",), 1.0, lambda: None)
     cores.start(1.0, ("cores",), 1.0, lambda: None)
-    check_state(sim, 0.0)  # two stages at half a core each: sound
+    seen: dict[int, dict] = {}
+    check_state(sim, 0.0, seen)  # two stages at half a core each: sound
     sim.clock.run(until=1.0)
     first.remaining -= 0.25  # a quarter CPU-second vanishes
     with pytest.raises(InvariantError, match=r"CPU stage of 1\.0 CPU-seconds has"):
-        check_state(sim, 0.0)
+        check_state(sim, 0.0, seen)
     first.remaining += 0.25
     first.rate = 1.0
     with pytest.raises(InvariantError, match=r"CPU stages take 1\.5 of 1\.0 cores"):
-        check_state(sim, 0.0)
+        check_state(sim, 0.0, seen)

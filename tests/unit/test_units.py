@@ -1,6 +1,6 @@
 import pytest
 
-from sim.common.units import parse_bandwidth, parse_size
+from thaw_kernel.units import parse_bandwidth, parse_size
 
 
 def test_sizes_in_decimal_and_binary_units():

@@ -14,11 +14,11 @@ import pytest
 
 from policies.base import Sleeping, Wake
 from policies.startup_aware import StartupAware
-from sim.common.tiers import Tier
 from sim.config import read_config
-from sim.sleepers import Sleepers
+from sim.model.sleepers import Sleepers
 from tests.conftest import TINY, simulate
 from tests.unit.test_keep_alive import CLUSTER, MODEL, PERIODIC
+from thaw_kernel.tiers import Tier
 
 GROUPS = """
 [[servers]]

@@ -1,0 +1,316 @@
+"""The cluster configuration: TOML on disk, validated into frozen dataclasses.
+
+A user file is laid over the bundled defaults (`sim/defaults/cluster.toml`): top-level
+scalars and the keys of `[workload]` and `[migration]` override one by one; `[[servers]]`
+and `[models]`, when given, replace the default lists whole (a study chooses its own
+hardware and catalog), and a server group's missing keys take the first default group's
+values. Every error names
+the file and the key.
+"""
+
+from pathlib import Path
+
+from sim.config.engines import engine_of, parse_engines
+from sim.config.fields import (
+    Parser,
+    bandwidth,
+    flag,
+    identifier,
+    integers,
+    non_negative,
+    parse_fields,
+    positive,
+    ranged,
+    server_indices,
+    size,
+    sub_table,
+)
+from sim.config.overrides import check_sleep_table
+from sim.config.profile import apply as apply_profile
+from sim.config.profile import read_profile
+from sim.config.sleep import parse_sleep
+from sim.keep_alive import parse_keep_alive
+from sim.queues import parse_queue
+from sim.spec import (
+    DEFAULT_LAYERS,
+    DEFAULT_TTFT_SLO_S,
+    ClusterConfig,
+    MigrationSpec,
+    ModelSpec,
+    ServerGroup,
+)
+from thaw_kernel import bounds
+from thaw_kernel.errors import InputError
+from thaw_kernel.toml_file import default_cluster, read_toml
+
+_TOP: dict[str, Parser] = {
+    "keep_alive_s": non_negative,
+    "keep_alive": parse_keep_alive,
+    "instance_startup_s": non_negative,
+    "queue": parse_queue,
+}
+_WORKLOAD: dict[str, Parser] = {"zipf_exponent": ranged(0, bounds.ZIPF, positive=False)}
+_MIGRATION: dict[str, Parser] = {
+    "bytes_per_token": ranged(1e-9, bounds.BYTES),
+    "round_overhead_s": non_negative,
+    "stop_tokens": ranged(1e-9, bounds.TOKENS),
+    "max_rounds": integers(bounds.MIGRATION_ROUNDS),
+}
+_SERVER: dict[str, Parser] = {
+    "name": identifier,
+    "count": integers(bounds.SERVERS),
+    "gpus": integers(bounds.GPUS_PER_SERVER),
+    "gpu_memory": size,
+    "dram": size,
+    "ssd": size,
+    "ssd_read": bandwidth,
+    "network": bandwidth,
+    "pcie": bandwidth,
+    "host_cores": ranged(bounds.HOST_CORES_MIN, bounds.HOST_CORES),
+    "servers_per_host": integers(bounds.SERVERS),
+}
+_MODEL: dict[str, Parser] = {
+    "weights": size,
+    "gpus": integers(bounds.GPUS_PER_SERVER),
+    "prefill_tokens_per_s": ranged(bounds.TOKEN_RATE_MIN, bounds.TOKEN_RATE_MAX),
+    "decode_step_s": positive,
+    "decode_step_per_request_s": non_negative,
+    "max_batch": integers(bounds.MAX_BATCH),
+    "ssd_servers": server_indices,
+    "ssd_copies": integers(bounds.SERVERS, minimum=0),
+    "ttft_slo_s": positive,
+    "prefill_fixed_s": non_negative,
+    "prefill_waits_for_step": flag,
+    "layers": integers(bounds.LAYERS),
+}
+_MODEL_DEFAULTS = {
+    "decode_step_per_request_s": 0.0,
+    "max_batch": 16,
+    "ssd_servers": [],
+    "ssd_copies": 0,
+    "ttft_slo_s": DEFAULT_TTFT_SLO_S,
+    "prefill_fixed_s": 0.0,
+    "prefill_waits_for_step": False,
+    "layers": DEFAULT_LAYERS,
+}
+
+
+# Tables whose keys the user overrides one by one.
+_SECTIONS = ("workload", "migration")
+# The other keys a cluster file may have.
+_OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
+
+
+def _merge(default: dict, user: dict) -> dict:
+    """Lay the user's table over the defaults (see the module docstring)."""
+    for key in user:
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER):
+            raise InputError(
+                f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
+                "queue, peer_loading, sleep, workload, migration, servers, models, engines, "
+                "profile)"
+            )
+    taken = (*_TOP, "engines", "profile", "sleep", _PEER)  # as the user gives them
+    merged = {**default, **{k: v for k, v in user.items() if k in taken}}
+    for section in _SECTIONS:
+        merged[section] = {**default[section], **sub_table(user.get(section, {}), section)}
+    if "servers" in user:
+        groups = user["servers"]
+        if not isinstance(groups, list) or not groups:
+            raise InputError("servers: expected at least one [[servers]] group")
+        template = default["servers"][0]
+        merged["servers"] = [
+            {**template, **sub_table(group, f"servers[{i}]")} for i, group in enumerate(groups)
+        ]
+    if "models" in user:
+        models = sub_table(user["models"], "models")
+        if not models:
+            raise InputError("models: the catalog is empty")
+        merged["models"] = {
+            name: sub_table(spec, f"models.{name}") for name, spec in models.items()
+        }
+    return merged
+
+
+def _build(table: dict) -> ClusterConfig:
+    top = parse_fields({k: table[k] for k in _TOP}, _TOP, "")
+    workload = parse_fields(table["workload"], _WORKLOAD, "workload.")
+    migration = parse_fields(table["migration"], _MIGRATION, "migration.")
+    peer = _peer_switch(table)
+    groups = [
+        parse_fields(
+            {k: v for k, v in group.items() if k not in _PEER_LINKS}, _SERVER, f"servers[{i}]."
+        )
+        for i, group in enumerate(table["servers"])
+    ]
+    links = [_peer_links(group, f"servers[{i}].", peer) for i, group in enumerate(table["servers"])]
+    servers = tuple(ServerGroup(**group, **link) for group, link in zip(groups, links, strict=True))
+    if peer:
+        groups = [{**group, **link} for group, link in zip(groups, links, strict=True)]
+    server_count = sum(group.count for group in servers)
+    if server_count > bounds.SERVERS:
+        raise InputError(
+            f"servers: {server_count} servers in all; at most {bounds.SERVERS} "
+            "(thaw_kernel/bounds.py)"
+        )
+    if len(table["models"]) > bounds.MODELS:
+        raise InputError(f"models: more than {bounds.MODELS} models (thaw_kernel/bounds.py)")
+    engines, overlapped, sleep = parse_engines(sub_table(table.get("engines", {}), "engines"))
+    if "sleep" in table:
+        sleep[""] = parse_sleep(table["sleep"], "sleep")
+    check_sleep_table(top["keep_alive"], bool(sleep), "keep_alive")
+    models: dict[str, ModelSpec] = {}
+    model_tables: dict[str, dict] = {}
+    for rank, (name, raw) in enumerate(table["models"].items()):
+        fields = {k: v for k, v in raw.items() if k != "engine"}
+        spec = parse_fields({**_MODEL_DEFAULTS, **fields}, _MODEL, f"models.{name}.")
+        spec["ssd_servers"] = _placement(name, spec, rank, server_count)
+        spec["ssd_copies"] = 0  # resolved into the explicit list
+        _check_model(name, spec, servers)
+        model_tables[name] = spec
+        fields = {k: v for k, v in spec.items() if k != "ssd_copies"}
+        if "engine" in raw:
+            fields["engine"] = spec["engine"] = engine_of(name, raw["engine"], engines)
+        models[name] = ModelSpec(
+            name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
+        )
+    _check_ssd_space(models, servers)
+    resolved = {
+        **top,
+        "keep_alive": top["keep_alive"].text,
+        **({_PEER: True} if peer else {}),
+        "workload": workload,
+        "migration": migration,
+        "servers": groups,
+        "models": model_tables,
+    }
+    if "engines" in table:
+        resolved["engines"] = table["engines"]
+    if "sleep" in table:
+        resolved["sleep"] = table["sleep"]
+    if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
+        resolved["profile"] = sub_table(table["profile"], "profile")
+    return ClusterConfig(
+        servers=servers,
+        models=models,
+        keep_alive_s=top["keep_alive_s"],
+        instance_startup_s=top["instance_startup_s"],
+        zipf_exponent=workload["zipf_exponent"],
+        migration=MigrationSpec(**migration),
+        resolved=resolved,
+        queue=top["queue"],
+        keep_alive=top["keep_alive"],
+        engines=engines or None,
+        peer_loading=peer,
+        overlapped=overlapped,
+        sleep=sleep or None,
+    )
+
+
+# --- peer loading (docs/peer-loading.md): off unless `peer_loading = true` ---
+
+_PEER = "peer_loading"
+# The links of a server group's GPUs to other GPUs, and their defaults (sources in the docs):
+# an A40 NVLink bridge (112.5 GB/s both ways), a 100 GbE RDMA NIC.
+_PEER_LINKS = {"gpu_link": "56.25GB/s", "compute_network": "100Gb/s"}
+
+
+def _peer_switch(table: dict) -> bool:
+    try:
+        return flag(table.get(_PEER, False))
+    except ValueError as err:
+        raise InputError(f"{_PEER}: {err}") from None
+
+
+def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
+    """A group's peer links: given or defaulted when peer loading is on, refused when off."""
+    given = [key for key in _PEER_LINKS if key in group]
+    if not on:
+        if given:
+            raise InputError(f"{where}{given[0]}: only with peer_loading = true")
+        return {}
+    raw = {key: group.get(key, default) for key, default in _PEER_LINKS.items()}
+    return parse_fields(raw, dict.fromkeys(_PEER_LINKS, bandwidth), where)
+
+
+def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:
+    """Servers whose SSD holds the checkpoint at the start.
+
+    Either listed (`ssd_servers`), or `ssd_copies` servers chosen round-robin by catalog
+    rank (model k on servers k*c .. k*c+c-1, modulo the server count), which keeps a
+    catalog's placement valid whatever the cluster size.
+    """
+    if spec["ssd_servers"] and spec["ssd_copies"]:
+        raise InputError(f"models.{name}: give ssd_servers or ssd_copies, not both")
+    for index in spec["ssd_servers"]:
+        if index >= count:
+            raise InputError(
+                f"models.{name}.ssd_servers: server {index} does not exist "
+                f"(the cluster has {count} servers, numbered from 0)"
+            )
+    copies = min(spec["ssd_copies"], count)
+    return spec["ssd_servers"] or sorted({(rank * copies + j) % count for j in range(copies)})
+
+
+def _check_model(name: str, spec: dict, servers: tuple[ServerGroup, ...]) -> None:
+    """Refuse a model that no server can ever host."""
+    if not any(group.can_host(spec["gpus"], spec["weights"]) for group in servers):
+        raise InputError(
+            f"models.{name}: needs {spec['gpus']} GPUs holding {spec['weights']} bytes, "
+            "which no server group can provide"
+        )
+
+
+def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, ...]) -> None:
+    """Refuse a starting placement that overfills some server's SSD."""
+    capacity = [group.ssd for group in servers for _ in range(group.count)]
+    used = [0] * len(capacity)
+    for spec in models.values():
+        for index in spec.ssd_servers:
+            used[index] += spec.weights
+            if used[index] > capacity[index]:
+                raise InputError(
+                    f"models.{spec.name}: the checkpoints placed on server {index} need more "
+                    f"than its SSD ({capacity[index]} bytes)"
+                )
+
+
+def read_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
+    """The configuration in `path` laid over the defaults (the defaults alone when None),
+    with the hardware numbers of the `profile` laid over that (`sim.config.profile`),
+    built once; errors name the file (and the profile, when one was laid over it)."""
+    table = default_cluster()
+    where = ""
+    if path is not None:
+        where = str(path)
+        try:
+            table = _merge(table, read_toml(Path(path)))
+        except InputError as err:
+            raise InputError(f"{where}: {err}") from None
+    if profile is not None:
+        derived, digest = read_profile(Path(profile))
+        where = f"{where} with the profile {profile}" if where else f"{profile}"
+        try:
+            applied = apply_profile(table, derived, _sizes(table["models"]))
+        except InputError as err:
+            raise InputError(f"{where}: {err}") from None
+        table["profile"] = {"path": str(profile), "sha256": digest, "applied": applied}
+    try:
+        return _build(table)
+    except InputError as err:
+        raise InputError(f"{where}: {err}" if where else str(err)) from None
+
+
+def _sizes(models: dict) -> dict[str, tuple[int, int, bool]]:
+    """Each model's weights, GPUs and whether it names an engine, for a profile to scale
+    by: parsed by the parsers `_build` uses, so a bad value is the same error."""
+    sizes = {}
+    for name, raw in models.items():
+        raw = sub_table(raw, f"models.{name}")
+        weights, gpus = parse_fields(
+            {key: raw.get(key) for key in ("weights", "gpus")},
+            {key: _MODEL[key] for key in ("weights", "gpus")},
+            f"models.{name}.",
+        ).values()
+        sizes[name] = (weights, gpus, "engine" in raw)
+    return sizes

@@ -1,0 +1,159 @@
+"""Every request's inputs and outcome, as preallocated columns indexed by request number.
+
+The simulator writes each outcome into numpy arrays as it happens, so a finished request
+costs a few dozen bytes and no Python object; the table becomes a DataFrame once, at the
+end.
+
+TTFT = queue_s + startup_s + prefill_s exactly: queue to the (last) placement, startup
+until its instance was ready, prefill after that (waiting behind other prefills, and any
+migration pause before its first token, included). A preempted request starts over: its
+parts are those of the attempt that finished, the lost attempt counting as queueing.
+`generated` counts the tokens each request received, summed over the instances that
+served it; a request ends only when that equals its output length.
+"""
+
+import numpy as np
+import pandas as pd
+
+from thaw_kernel.tiers import START_TIERS
+
+STATUSES = ("pending", "done", "timeout")
+_PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
+
+
+class RequestTable:
+    def __init__(self, trace: pd.DataFrame, models: list[str]) -> None:
+        n = len(trace)
+        self.n = n
+        self.models = models
+        self.request_id = (
+            trace["request_id"].astype(str).to_numpy()
+            if "request_id" in trace
+            else np.arange(n).astype(str)
+        )
+        codes = {name: i for i, name in enumerate(models)}
+        self.model = trace["model"].map(codes).to_numpy(dtype=np.int32)
+        self.arrival = trace["arrival_s"].to_numpy(dtype=np.float64)
+        self.input_tokens = trace["input_tokens"].to_numpy(dtype=np.int64)
+        self.output_tokens = trace["output_tokens"].to_numpy(dtype=np.int64)
+        self.server = np.full(n, -1, dtype=np.int32)
+        self.instance = np.full(n, -1, dtype=np.int64)
+        self.tier = np.full(n, -1, dtype=np.int8)
+        self.status = np.zeros(n, dtype=np.int8)
+        self.placed_at = np.full(n, np.nan)
+        self.estimate_s = np.full(n, np.nan)
+        self.queue_s = np.full(n, np.nan)
+        self.startup_s = np.full(n, np.nan)
+        self.prefill_s = np.full(n, np.nan)
+        self.ttft_s = np.full(n, np.nan)
+        self.e2e_s = np.full(n, np.nan)
+        self.generated = np.zeros(n)
+        self.migration_pause_s = np.zeros(n)
+        self.migration_rounds = np.zeros(n, dtype=np.int32)
+        self.migration_bytes = np.zeros(n)
+        self.migrations = np.zeros(n, dtype=np.int32)
+        self.preemptions = np.zeros(n, dtype=np.int32)
+        self.wasted_tokens = 0.0  # generated, then lost to a preemption
+
+    def placed(
+        self, i: int, now: float, server: int, instance: int, tier: str, estimate_s: float
+    ) -> None:
+        self.placed_at[i] = now
+        self.server[i] = server
+        self.instance[i] = instance
+        self.tier[i] = START_TIERS.index(tier)
+        self.estimate_s[i] = estimate_s
+
+    def first_token(self, i: int, now: float, ready_at: float) -> None:
+        """Split the TTFT: queue (to placement), startup (waiting for the instance), prefill."""
+        # Python floats, not numpy scalars: this runs once a request, and numpy's scalar
+        # arithmetic costs several times Python's.
+        placed = self.placed_at.item(i)
+        arrival = self.arrival.item(i)
+        startup = self.startup_s.item(i)
+        if startup != startup:  # NaN; else fixed when it moved before its prefill
+            startup = max(placed, ready_at) - placed
+            self.startup_s[i] = startup
+        self.queue_s[i] = placed - arrival
+        self.prefill_s[i] = now - placed - startup
+        self.ttft_s[i] = now - arrival
+
+    def moved_before_prefill(self, i: int, ready_at: float) -> None:
+        """Migrated before its prefill: its startup ended when its first instance was ready."""
+        if np.isnan(self.startup_s[i]):
+            self.startup_s[i] = max(self.placed_at[i], ready_at) - self.placed_at[i]
+
+    def migrated(
+        self, i: int, pause_s: float, rounds: int, bytes_sent: float, generated: float
+    ) -> None:
+        self.migrations[i] += 1
+        self.migration_pause_s[i] += pause_s
+        self.migration_rounds[i] += rounds
+        self.migration_bytes[i] += bytes_sent
+        self.generated[i] += generated
+
+    def preempted(self, i: int, generated: float) -> None:
+        """Back to the queue: the attempt and the tokens it generated are lost."""
+        self.preemptions[i] += 1
+        self.wasted_tokens += self.generated[i] + generated  # earlier instances' tokens too
+        self.generated[i] = 0.0
+        self.server[i] = -1
+        self.instance[i] = -1
+        self.tier[i] = -1
+        for column in (
+            self.placed_at,
+            self.estimate_s,
+            self.queue_s,
+            self.startup_s,
+            self.prefill_s,
+            self.ttft_s,
+        ):
+            column[i] = np.nan
+
+    def done(self, i: int, now: float, generated: float) -> None:
+        """Request `i` ended; `generated` tokens came from the instance that finished it."""
+        if self.status.item(i) != _PENDING:
+            raise RuntimeError(f"request #{i} ended twice; this is a bug in thaw")
+        total = self.generated.item(i) + generated
+        self.generated[i] = total
+        wanted = self.output_tokens.item(i)
+        if abs(total - wanted) > 1e-6 * wanted:
+            raise RuntimeError(
+                f"request #{i} ended with {total} of its {wanted} tokens; this is a bug in thaw"
+            )
+        self.e2e_s[i] = now - self.arrival.item(i)
+        self.status[i] = _DONE
+
+    def time_out_pending(self) -> None:
+        """The run stopped at its time limit: what has not ended, ends as `timeout`."""
+        self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")
+
+    def frame(self) -> pd.DataFrame:
+        """The requests table of docs/results.md."""
+        # Code -1 (never placed) indexes the last entry, "none".
+        names = [*(tier.value for tier in START_TIERS), "none"]
+        tier = np.array(names, dtype=object)[self.tier]
+        return pd.DataFrame(
+            {
+                "request_id": self.request_id,
+                "model": pd.Categorical.from_codes(self.model, self.models),
+                "arrival_s": self.arrival,
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "server": self.server,
+                "instance": self.instance,
+                "tier": pd.Categorical(tier, categories=names),
+                "queue_s": self.queue_s,
+                "startup_s": self.startup_s,
+                "migration_pause_s": self.migration_pause_s,
+                "prefill_s": self.prefill_s,
+                "ttft_s": self.ttft_s,
+                "e2e_s": self.e2e_s,
+                "status": pd.Categorical.from_codes(self.status, STATUSES),
+                "estimated_startup_s": self.estimate_s,
+                "migrations": self.migrations,
+                "migration_rounds": self.migration_rounds,
+                "migration_bytes": self.migration_bytes,
+                "preemptions": self.preemptions,
+            }
+        )

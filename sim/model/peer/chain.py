@@ -1,0 +1,94 @@
+"""A multicast chain: one model's checkpoint streamed from a warm instance down a line of
+receivers, each forwarding what it receives (BlitzScale, OSDI '25; lambda-Scale, 2025).
+
+The fluid rule. The chain source -> r1 -> ... -> rk moves every byte over every hop,
+pipelined, so it is ONE flow over the links of all its hops (a link crossed by two hops
+counts twice) at the rate max-min fair sharing gives it: the slowest hop paces it, and
+k receivers cost each hop one pass, not the source k passes. The source streams the
+checkpoint as a carousel: a receiver joins the stream where it is, wraps around, and is
+done once it has received the checkpoint's size since it joined. With s(t) the bytes
+streamed so far, a receiver that joins at s0 ends when s = s0 + W. The flow is timed in
+segments, each ending at the next receiver's target, so a receiver costs one event.
+
+Every member (the source from the decision, a receiver from its join) is pinned until the
+chain ends: it keeps relaying, and serving once warm, but cannot be stopped, migrated or
+preempted. The chain ends once no receiver is in flight or decided but not yet joined.
+"""
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+from sim.model.clock import Clock
+from sim.model.instance import Instance
+from sim.model.transfers import ServerLinks, Transfer
+
+Hop = Callable[[int, int, int], tuple[tuple[str, ...], float]]  # (from, to, gpus) -> links, cap
+
+
+class Chain:
+    def __init__(
+        self,
+        chain_id: int,
+        clock: Clock,
+        fabric: ServerLinks,
+        source: Instance,
+        hop: Hop,
+        on_end: Callable[["Chain"], None],
+    ) -> None:
+        self.id = chain_id
+        self.members: list[Instance] = [source]  # the source, then receivers as they joined
+        self.planned = 0  # receivers decided that have not joined yet
+        self.links: tuple[str, ...] = ()  # every hop's links, in order
+        self.cap = float("inf")  # the slowest hop's own cap
+        self.transfer: Transfer | None = None  # the segment in flight
+        self._clock = clock
+        self._fabric = fabric
+        self._hop = hop
+        self._on_end = on_end
+        self._weights = float(source.model.weights)
+        self._targets: list[tuple[float, int, Callable[[], None]]] = []  # (s to reach, order, cb)
+        self._order = itertools.count()
+        self._base = 0.0  # s when the segment in flight began
+        source.sending += 1
+
+    @property
+    def tail(self) -> Instance:
+        return self.members[-1]
+
+    def streamed(self) -> float:
+        """s: the bytes the chain has streamed so far."""
+        t = self.transfer
+        if t is None:
+            return self._base
+        return self._base + t.size - (t.remaining - t.rate * (self._clock.now - t.updated_at))
+
+    def join(self, receiver: Instance, on_done: Callable[[], None]) -> None:
+        """`receiver` joins at the tail; `on_done` once it holds the whole checkpoint."""
+        links, cap = self._hop(self.tail.server, receiver.server, receiver.model.gpus)
+        receiver.peer_source, receiver.chain = self.tail.id, self.id
+        receiver.sending += 1
+        self.members.append(receiver)
+        self.planned -= 1
+        self.links += links
+        self.cap = min(self.cap, cap)
+        target = self.streamed() + self._weights
+        heapq.heappush(self._targets, (target, next(self._order), on_done))
+        if self.transfer is None:
+            self._segment()
+        else:  # the new target is the farthest: the segment in flight still ends first
+            self._fabric.reroute(self.transfer, self.links, self.cap)
+
+    def _segment(self) -> None:
+        size = self._targets[0][0] - self._base
+        self.transfer = self._fabric.start(size, self.links, self.cap, self._segment_done)
+
+    def _segment_done(self) -> None:
+        self.transfer = None
+        self._base = self._targets[0][0]
+        while self._targets and self._targets[0][0] <= self._base:
+            heapq.heappop(self._targets)[2]()
+        if self._targets:
+            self._segment()
+        elif self.planned == 0:
+            self._on_end(self)

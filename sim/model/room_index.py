@@ -1,0 +1,51 @@
+"""Which instances of one model can take another request, indexed for O(batch) joins.
+
+A request joins the least occupied warm instance of its model that has room (the oldest
+among equals), else the oldest starting one with room. Scanning every instance of the
+model per arrival costs as much as the cluster is large; instead each instance files
+itself, whenever its load or state changes, under a bucket: its load if warm, "starting"
+otherwise, nowhere when it has no room. Each bucket keeps instance ids sorted, and ids
+grow with creation, so the oldest is the first.
+"""
+
+from bisect import bisect_left, insort
+
+from sim.model.instance import STARTING_ROOM, Instance
+
+_STARTING = STARTING_ROOM  # the bucket of starting and loading instances
+
+
+class RoomIndex:
+    def __init__(self, max_batch: int) -> None:
+        self._warm: list[list[int]] = [[] for _ in range(max_batch)]  # by load
+        self._starting: list[int] = []
+        self._instances: dict[int, Instance] = {}
+        self._bucket_of: dict[int, int] = {}
+
+    def _bucket(self, key: int) -> list[int]:
+        return self._starting if key == _STARTING else self._warm[key]
+
+    def update(self, instance: Instance) -> None:
+        """File `instance` where its current load and state put it."""
+        key = instance.room_key()
+        old = self._bucket_of.get(instance.id)
+        if key == old:
+            return
+        if old is not None:
+            bucket = self._bucket(old)
+            del bucket[bisect_left(bucket, instance.id)]
+        if key is None:
+            del self._bucket_of[instance.id]
+            del self._instances[instance.id]
+        else:
+            insort(self._bucket(key), instance.id)
+            self._bucket_of[instance.id] = key
+            self._instances[instance.id] = instance
+
+    def best(self) -> Instance | None:
+        """The least occupied warm instance with room (oldest first), else the oldest
+        starting one with room; None if no instance has room."""
+        for bucket in self._warm:
+            if bucket:
+                return self._instances[bucket[0]]
+        return self._instances[self._starting[0]] if self._starting else None

@@ -1,0 +1,59 @@
+"""One GPU server: its GPUs, DRAM and SSD checkpoint caches, shared load links and the
+host cores its instances' CPU-bound start-up stages share (its own host's, or one that
+several servers share: `servers_per_host`)."""
+
+from collections import Counter
+from collections.abc import Callable
+
+from sim.model.cache import CheckpointCache
+from sim.model.clock import Clock
+from sim.model.instance import Instance
+from sim.model.transfers import ServerLinks
+from sim.spec import ServerGroup
+
+
+class Server:
+    def __init__(
+        self,
+        server_id: int,
+        group_index: int,
+        group: ServerGroup,
+        clock: Clock,
+        on_cache_change: Callable[[str, str, int, bool], None],
+        cores: ServerLinks,
+    ) -> None:
+        self.id = server_id
+        self.group_index = group_index
+        self.group = group
+        self.gpus = group.gpus
+        self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
+        # CPU-bound start-up stages as flows of CPU-seconds, at most one core each: the
+        # host's cores (`servers_per_host` servers share them).
+        self.cores = cores
+        self.dram = CheckpointCache(
+            group.dram, lambda model, held: on_cache_change("dram", model, server_id, held)
+        )
+        self.ssd = CheckpointCache(
+            group.ssd, lambda model, held: on_cache_change("ssd", model, server_id, held)
+        )
+        # Loads in flight per (tier, model) reading from this server's caches: each pins
+        # its source (the invariant checker holds the caches' pins to these counts).
+        self.reading: Counter[tuple[str, str]] = Counter()
+        self.free_gpus = group.gpus
+        self.instances: dict[Instance, None] = {}  # every live instance, oldest first
+        # Warm instances holding no request, oldest idle first (reclaimed in that order),
+        # each with the time it went idle.
+        self.idle: dict[Instance, float] = {}
+        self.idle_gpus = 0
+        # Sleeping engines (`sim.model.sleepers`), hold no GPU, each with the time it fell
+        # asleep, and the GPU memory they keep, summed over their GPUs.
+        self.sleeping: dict[Instance, float] = {}
+        self.sleep_memory = 0
+
+    @property
+    def available_gpus(self) -> int:
+        """GPUs a new instance could have now: free ones plus those of idle instances."""
+        return self.free_gpus + self.idle_gpus
+
+    def cache(self, tier: str) -> CheckpointCache:
+        return self.dram if tier == "dram" else self.ssd

@@ -1,0 +1,70 @@
+"""An instance's start-up, run step by step (`thaw_kernel.stages`).
+
+The stages of a step begin together and the step ends when the last one does; then the
+next step begins. The load is the tiered, link-shared `CheckpointLoad`; a CPU stage is a
+flow of its CPU-seconds over the server's host cores (`Server.cores`, the same max-min
+fluid model as the links, each flow capped at one core, so k concurrent stages on c
+cores each progress at min(1, c / k)); a fixed stage is a timer. A run of fixed steps is
+folded into the delay of the next step, whose flows are then planned on their resources
+(`ServerLinks.start_in`), so estimates made meanwhile see them coming: the default
+start-up (fixed cost, then load) thus schedules exactly the events it always did.
+"""
+
+from collections.abc import Callable
+
+from sim.model.clock import Clock
+from sim.model.loading import CheckpointLoad
+from sim.model.server import Server
+from thaw_kernel.stages import CPU, FIXED, LOAD, Step
+
+CORES = ("cores",)  # the one shared resource a CPU stage crosses
+
+
+class Startup:
+    def __init__(
+        self,
+        clock: Clock,
+        server: Server,
+        load: CheckpointLoad,
+        steps: tuple[Step, ...],
+        on_done: Callable[[], None],
+    ) -> None:
+        self._clock = clock
+        self._server = server
+        self._load = load
+        self._steps = steps
+        self._on_done = on_done
+        self._step = 0
+        self._left = 0  # stages of the current step still running
+
+    def begin(self) -> None:
+        self._begin_in(0.0)
+
+    def _begin_in(self, delay: float) -> None:
+        """Begin step `self._step` in `delay` seconds (folding fixed-only steps)."""
+        while self._step < len(self._steps) and all(
+            stage.kind == FIXED for stage in self._steps[self._step]
+        ):
+            delay += max(stage.amount for stage in self._steps[self._step])
+            self._step += 1
+        if self._step == len(self._steps):
+            if delay:
+                self._clock.call_in(delay, self._on_done)
+            else:
+                self._on_done()
+            return
+        step = self._steps[self._step]
+        self._left = len(step)
+        for stage in step:
+            if stage.kind == LOAD:
+                self._load.start_in(delay, self._stage_done)
+            elif stage.kind == CPU:
+                self._server.cores.start_in(delay, stage.amount, CORES, 1.0, self._stage_done)
+            else:
+                self._clock.call_in(delay + stage.amount, self._stage_done)
+
+    def _stage_done(self) -> None:
+        self._left -= 1
+        if self._left == 0:
+            self._step += 1
+            self._begin_in(0.0)

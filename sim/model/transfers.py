@@ -1,0 +1,175 @@
+"""Checkpoint loads as fluid flows over one server's shared links (and, the same way,
+CPU-bound start-up stages as flows of CPU-seconds over its host cores: `sim.model.startup`).
+
+A load streams from its tier to the GPUs through every link on the way, pipelined, so
+its rate is set by its bottleneck. Concurrent loads on a server share the SSD and the
+network link max-min fairly (`fairshare`); whenever a load starts or ends, every load on
+that server advances its progress at the old rate and is re-timed at the new one. A load
+touches only its own server's links, so the recomputation never spans the cluster.
+"""
+
+from collections.abc import Callable
+
+from sim.model.clock import Clock, Timer
+from sim.model.fairshare import max_min_rates
+
+
+class Transfer:
+    __slots__ = (
+        "cap",
+        "links",
+        "on_done",
+        "progress",
+        "rate",
+        "remaining",
+        "size",
+        "timer",
+        "updated_at",
+    )
+
+    def __init__(
+        self,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
+    ) -> None:
+        self.size = size
+        self.remaining = float(size)
+        self.links = links
+        self.cap = cap
+        self.on_done = on_done
+        self.rate = 0.0
+        self.updated_at = 0.0
+        self.timer: Timer | None = None
+        # (time, fraction done) at its start, each rate change and its end, if asked for.
+        self.progress = progress
+
+
+class ServerLinks:
+    """The shared links of one server ("network", "ssd") and the loads crossing them."""
+
+    def __init__(self, clock: Clock, capacity: dict[str, float]) -> None:
+        self._clock = clock
+        self.capacity = capacity
+        self.active: list[Transfer] = []
+        self.planned: list[tuple[float, float, tuple[str, ...], float]] = []  # (at, ...)
+
+    def start(
+        self,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
+    ) -> Transfer:
+        """Begin a load of `size` bytes over `links`, at most `cap` bytes/s of its own;
+        its progress over time is appended to `progress` if given (`sim.model.overlap`)."""
+        transfer = Transfer(size, links, cap, on_done, progress)
+        transfer.updated_at = self._clock.now
+        self._advance()
+        self.active.append(transfer)
+        self._reallocate()
+        return transfer
+
+    def start_in(
+        self,
+        delay: float,
+        size: float,
+        links: tuple[str, ...],
+        cap: float,
+        on_done: Callable[[], None],
+        progress: list[tuple[float, float]] | None = None,
+    ) -> None:
+        """Begin a load `delay` seconds from now; known meanwhile to `predict_s`."""
+        planned = (self._clock.now + delay, size, links, cap)
+        self.planned.append(planned)
+
+        def begin() -> None:
+            self.planned.remove(planned)
+            self.start(size, links, cap, on_done, progress)
+
+        self._clock.call_in(delay, begin)
+
+    def reroute(self, transfer: Transfer, links: tuple[str, ...], cap: float) -> None:
+        """Change the links and cap of a load in flight (a multicast chain gained a hop)."""
+        self._advance()
+        transfer.links = links
+        transfer.cap = cap
+        self._reallocate()
+
+    def predict_s(self, size: float, links: tuple[str, ...], cap: float, delay: float) -> float:
+        """How long a load of `size` bytes beginning `delay` seconds from now would take.
+
+        Replays the fluid model forward from the loads in flight and those planned to
+        begin, as if no other load were decided: exact when none is, the scheduler's
+        estimate of the queueing on the links otherwise.
+        """
+        return self.predict_all_s([(size, links, cap)], delay)
+
+    def predict_all_s(self, new: list[tuple[float, tuple[str, ...], float]], delay: float) -> float:
+        """As `predict_s`, for flows (size, links, cap) that begin together `delay`
+        seconds from now: how long until the last of them ends."""
+        now = self._clock.now
+        flows = [
+            [t.remaining - t.rate * (now - t.updated_at), t.links, t.cap, False]
+            for t in self.active
+        ]
+        # (seconds from now, order, flow): planned loads join before the new ones on ties.
+        joins = [(at - now, k, [b, ls, c, False]) for k, (at, b, ls, c) in enumerate(self.planned)]
+        joins += [
+            (delay, len(joins) + k, [float(b), ls, c, True]) for k, (b, ls, c) in enumerate(new)
+        ]
+        joins.sort(key=lambda j: j[:2])
+        mine = len(new)  # new flows not yet ended
+        t, since = 0.0, None  # since: seconds since the new flows began
+        while True:
+            while joins and joins[0][0] <= t:
+                flow = joins.pop(0)[2]
+                flows.append(flow)
+                since = 0.0 if flow[3] else since
+            if not flows:
+                t = joins[0][0]
+                continue
+            rates = max_min_rates([(f[1], f[2]) for f in flows], self.capacity)
+            left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
+            step = min(min(left), joins[0][0] - t if joins else float("inf"))
+            if since is not None:
+                ended = [dt for f, dt in zip(flows, left, strict=True) if f[3] and dt <= step]
+                mine -= len(ended)
+                if mine == 0:
+                    return since + max(ended)
+            for f, r in zip(flows, rates, strict=True):
+                f[0] -= r * step
+            flows = [f for f, dt in zip(flows, left, strict=True) if dt > step]
+            t += step
+            if since is not None:
+                since += step
+
+    def _finish(self, transfer: Transfer) -> None:
+        self._advance()
+        self.active.remove(transfer)
+        transfer.remaining = 0.0
+        if transfer.progress is not None:
+            transfer.progress.append((self._clock.now, 1.0))
+        self._reallocate()
+        transfer.on_done()
+
+    def _advance(self) -> None:
+        now = self._clock.now
+        for t in self.active:
+            t.remaining = max(0.0, t.remaining - t.rate * (now - t.updated_at))
+            t.updated_at = now
+
+    def _reallocate(self) -> None:
+        rates = max_min_rates([(t.links, t.cap) for t in self.active], self.capacity)
+        for t, rate in zip(self.active, rates, strict=True):
+            if rate == t.rate and t.timer is not None:
+                continue
+            t.rate = rate
+            if t.progress is not None:
+                t.progress.append((t.updated_at, 1.0 - t.remaining / t.size))
+            if t.timer is not None:
+                t.timer.cancel()
+            t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)

@@ -1,0 +1,95 @@
+"""The results schema, shared by the writers in `sim` and the readers in `analysis`.
+
+A run directory holds `requests.parquet`, `instances.parquet`, `summary.json` and
+`config.toml`; a sweep
+directory holds `sweep.parquet` (one row per run) and `runs/<run>/`. This module says
+what those names are and how one summary becomes one table row, so that a sweep's table
+and `analysis` agree. It imports nothing of the simulator: `analysis` may import it.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sim.engine.request_table import STATUSES
+from thaw_kernel.tiers import LOAD_TIERS, START_TIERS
+from thaw_kernel.user_files import read_bytes
+
+REQUESTS = "requests.parquet"
+INSTANCES = "instances.parquet"
+SUMMARY = "summary.json"
+CONFIG = "config.toml"
+SWEEP_TABLE = "sweep.parquet"
+SWEEP_RUNS = "runs"
+COORDINATES = ("policy", "trace", "rate_scale", "cluster", "seed", "keep_alive")
+KEEP_ALIVE_BEFORE = "fixed"  # what runs written before keep-alive was a policy ran under
+SCHEMA_VERSION = 1  # of summary.json: readers refuse any other
+
+__all__ = [
+    "CONFIG",
+    "COORDINATES",
+    "INSTANCES",
+    "LOAD_TIERS",
+    "REQUESTS",
+    "SCHEMA_VERSION",
+    "START_TIERS",
+    "STATUSES",
+    "SUMMARY",
+    "SWEEP_RUNS",
+    "SWEEP_TABLE",
+    "coordinates",
+    "read_summary",
+    "summary_row",
+]
+
+
+def read_summary(run_dir: Path) -> dict | None:
+    """The run's summary, or None if it has none or it does not parse (an unfinished run).
+
+    Run directories are written atomically, so a summary that parses is complete.
+    """
+    path = run_dir / SUMMARY
+    if not path.exists():
+        return None
+    data = read_bytes(path)  # a FIFO or device is refused by name, never read (it may hang)
+    try:
+        summary = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return summary if isinstance(summary, dict) and "ttft_p99_s" in summary else None
+
+
+def coordinates(summary: dict) -> dict[str, Any]:
+    """Where a run sits in a grid: a sweep records it; a single run gets rate scale 1,
+    its trace file's name, and its configuration's hash as the cluster's name. The
+    keep-alive is the policy the run ran under, as its summary says."""
+    keep_alive = summary.get("keep_alive", KEEP_ALIVE_BEFORE)
+    if "sweep" in summary:
+        record = {"keep_alive": keep_alive, **summary["sweep"]}  # it names it when it varies
+        return {key: record[key] for key in COORDINATES}
+    return {
+        "policy": summary["policy"],
+        "trace": Path(summary["trace"]["path"]).stem,
+        "rate_scale": 1.0,
+        "cluster": f"config-{summary['config_sha256'][:8]}",
+        "seed": summary["seed"],
+        "keep_alive": keep_alive,
+    }
+
+
+def summary_row(summary: dict) -> dict[str, Any]:
+    """One flat row: the coordinates first, then every summary field, nested keys joined
+    with dots (`loads_by_tier.dram`, `trace.sha256`)."""
+    row = coordinates(summary)
+
+    def flatten(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                flatten(f"{prefix}.{key}" if prefix else key, inner)
+        elif prefix not in row:
+            row[prefix] = value
+
+    flatten("", {key: value for key, value in summary.items() if key != "sweep"})
+    for tier in LOAD_TIERS:  # a summary from before the peer tier has no `peer` count
+        row.setdefault(f"loads_by_tier.{tier}", 0)
+    return row
