@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.engine.request_table import STATUSES
 from thaw_kernel.tiers import LOAD_TIERS, START_TIERS
 from thaw_kernel.user_files import read_bytes
 
+# A request's end: still pending (only while a run goes on), done, or cut short by a
+# time limit (`timeout`); the `status` column's categories, in this order.
+STATUSES = ("pending", "done", "timeout")
 REQUESTS = "requests.parquet"
 INSTANCES = "instances.parquet"
 SUMMARY = "summary.json"

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from sim.engine.request_table import STATUSES
 from sim.model.instance import SLEEPING, STOPPED, Instance
+from sim.schema import STATUSES
 from thaw_kernel.tiers import CACHE_TIERS
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ served it; a request ends only when that equals its output length.
 import numpy as np
 import pandas as pd
 
+from sim.schema import STATUSES
 from thaw_kernel.tiers import START_TIERS
 
-STATUSES = ("pending", "done", "timeout")
 _PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
 
 

@@ -1,3 +1,3 @@
-"""A run's results: the request table and instance log the simulator fills
-(`request_table`, `instance_log`), the summary (`summary`), the run directory they are
-published in (`run_dir`), and the schema the writers and `analysis` share (`schema`)."""
+"""A finished run's results: the summary computed from the simulation (`summary`) and the
+run directory they are published in, atomically (`run_dir`). The file contract they
+follow, which `analysis` reads, is `sim.schema`."""

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.engine.request_table import STATUSES
 from sim.engine.simulator import Simulation
-from sim.schema import SCHEMA_VERSION
+from sim.schema import SCHEMA_VERSION, STATUSES
 from thaw_kernel.tiers import LOAD_TIERS, START_TIERS, Tier
 
 
