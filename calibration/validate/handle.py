@@ -4,8 +4,18 @@ holds, and the commands it has not yet been able to send."""
 import json
 import subprocess
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-STARTING, WARM, STOPPED = "starting", "warm", "stopped"
+
+class State(StrEnum):
+    """Where a real instance is, as the scheduler sees it."""
+
+    STARTING = "starting"  # spawned, or waiting for its GPU, not yet ready
+    WARM = "warm"  # ready: serving or idle
+    STOPPED = "stopped"
+
+
+STARTING, WARM, STOPPED = State
 
 
 @dataclass(eq=False)
@@ -19,7 +29,7 @@ class Handle:
     server: int
     tier: str
     process: subprocess.Popen | None = None
-    state: str = STARTING
+    state: State = STARTING
     requests: set[int] = field(default_factory=set)  # the requests it holds
     # Per decoding request: when it last held how many context tokens (prompt and output).
     decoding: dict[int, tuple[float, int]] = field(default_factory=dict)

@@ -30,14 +30,25 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from sim.model.clock import Clock, Timer
 from sim.model.overlap import first_token_at
 from sim.spec import ModelSpec
 
-STARTING, LOADING, WARM, STOPPED = "starting", "loading", "warm", "stopped"
-SLEEPING = "sleeping"  # off its GPUs, its engine kept (`sim.model.sleepers`)
+
+class State(StrEnum):
+    """Where an instance is in its life; the values are what the logs show."""
+
+    STARTING = "starting"  # its start-up's steps before the load
+    LOADING = "loading"  # its checkpoint on the way to its GPUs
+    WARM = "warm"  # serving, or idle and kept alive
+    SLEEPING = "sleeping"  # off its GPUs, its engine kept (`sim.model.sleepers`)
+    STOPPED = "stopped"
+
+
+STARTING, LOADING, WARM, SLEEPING, STOPPED = State
 STARTING_ROOM = -1  # `room_key` of a starting or loading instance with room
 _NO_ROOM = frozenset((STOPPED, SLEEPING))  # states that take no request
 
@@ -248,7 +259,7 @@ class Instance:
             self._start_prefill(end - self._clock.now)
         self._continue()
 
-    def stop(self, state: str = STOPPED) -> None:
+    def stop(self, state: State = STOPPED) -> None:
         """Free the instance (keep-alive expired or its GPUs reclaimed), or put it to sleep
         (`state` SLEEPING); it must be idle."""
         if not self.is_idle:
