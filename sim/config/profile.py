@@ -19,6 +19,8 @@ start-up's CPU figures, still loads):
                                     share, fitted to how they stretch
         "warmup_s":                 version 2, optional: after the load, the model's build
                                     and its first pass's one-time costs
+        "host_disk_bytes_per_s":    version 2, optional: the host's one disk, all its
+                                    concurrent O_DIRECT readers together
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
         "decode_step_s":            one decode step of that model at batch 1
         "decode_step_per_request_s": what each extra request in the batch adds to a step
@@ -65,7 +67,7 @@ _DERIVED_REQUIRED = (
 )
 _DERIVED_V2 = ("startup_cpu_s", "host_cores")
 _DERIVED_OPTIONAL = ("network_bytes_per_s",)
-_DERIVED_V2_OPTIONAL = ("warmup_s",)
+_DERIVED_V2_OPTIONAL = ("warmup_s", "host_disk_bytes_per_s")
 _MAY_BE_ZERO = (
     "decode_step_per_request_s",
     "migration_fixed_s",
