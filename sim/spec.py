@@ -63,6 +63,8 @@ class ModelSpec:
     prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
     engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
     layers: int = DEFAULT_LAYERS  # the granularity of execute-while-load (`sim.model.overlap`)
+    # The bytes a forward pass reads, where the checkpoint carries more (0: all of it).
+    compute_bytes: int = 0
 
     def decode_step(self, batch: int) -> float:
         """Seconds per decode step when `batch` requests decode together."""

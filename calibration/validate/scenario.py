@@ -1,13 +1,23 @@
 """The cluster both sides replay: real checkpoints on disk, a short trace, the sim's TOML.
 
-Two servers with one "GPU" each (the CPU here). Each server's "SSD" is a directory on
-disk holding a copy of every checkpoint, so there is no remote tier; its DRAM cache is a
-directory on /dev/shm (memory: the real loader maps a checkpoint found there), LRU like
-the simulator's, its capacity in bytes. Three `calibration.migration.model`
-decoders of different sizes, seeded random weights. The simulator gets the same cluster
-as a TOML file: weights = the real blobs' bytes, one checkpoint copy on every server's
-SSD, the same batch size, keep-alive and DRAM size, and one host for all the servers (they
-share this machine's cores); the profile supplies the rest.
+Servers with one "GPU" each (the CPU here), all on this one machine. Each server's
+"SSD" is a directory on disk; its DRAM cache is a directory on /dev/shm (memory: the
+real loader maps a checkpoint found there), LRU like the simulator's, its capacity in
+bytes. Three `calibration.migration.model` decoders of different sizes, seeded random
+weights. Two scenarios:
+
+- `startup` (the default): small checkpoints, a copy of each on every SSD, no remote
+  tier: a cold start is mostly the engine's own start-up.
+- `tiers`: each checkpoint padded with a `ballast` tensor to 1-2 GB (every byte is
+  loaded at each cold start; the engine drops the ballast and computes with the
+  decoder), one SSD copy of each, SSDs of a fixed size (LRU), and a remote object store
+  on loopback (`calibration.remote`) from which a cold start downloads the checkpoint
+  into its server's SSD and then loads it: a cold start is mostly the load.
+
+The simulator gets the same cluster as a TOML file: weights = the real blobs' bytes
+(`compute_bytes` = the decoder's own, which its inference speed scales by), the same
+placement, batch size, keep-alive, DRAM and SSD sizes, and one host for all the servers
+(they share this machine's cores and its one disk); the profile supplies the rest.
 """
 
 import shutil
@@ -17,11 +27,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import tomli_w
+import torch
 
 import traces
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
-from calibration.migration.model import ModelConfig, Transformer, save_model
+from calibration.checkpoint.writer import write_checkpoint
+from calibration.migration.model import ModelConfig, Transformer
 from thaw_kernel import seeds
 from traces.generate import synthesize
 from traces.writer import write_canonical
@@ -40,12 +52,15 @@ def _model(layers: int, hidden: int, intermediate: int) -> ModelConfig:
 
 
 # Catalog order is popularity order (Zipf). Sizes: about 38, 64 and 130 MB of fp32.
+# `ballast`: the padding tensor of a `tiers` checkpoint, loaded and then dropped.
 MODELS = {
     "small": _model(4, 384, 1024),
     "medium": _model(4, 512, 1408),
     "large": _model(6, 640, 1728),
 }
 MAX_INPUT, MAX_OUTPUT = 256, 128  # within max_positions
+BALLAST = "ballast"
+GB = 10**9
 
 
 @dataclass(frozen=True)
@@ -61,14 +76,50 @@ class Scenario:
     keep_alive_s: float = 1.0
     dram_bytes: int = 200 * 10**6  # two of the three checkpoints at most
     tokens: str = "lognormal:48,0.6,24,0.6"
+    name: str = "startup"
+    # Each model's checkpoint bytes, in catalog order, padded with `BALLAST`; () for the
+    # decoders' own.
+    checkpoint_bytes: tuple[int, ...] = ()
+    # SSD copies of each checkpoint, round-robin by catalog rank; 0 for one on every SSD.
+    ssd_copies: int = 0
+    ssd_bytes: int = 0  # each SSD's capacity; 0 for all the checkpoints
+    remote_rate: float = 0.0  # each server's bytes/s from the remote store; 0: none
 
     def __post_init__(self) -> None:
         if self.gpus != 1:  # the books, the view's load estimates and the replay assume it
             raise ValueError("the real replay runs one GPU per server")
 
+    @property
+    def remote(self) -> bool:
+        return self.remote_rate > 0
+
+    def ssd_servers(self, rank: int) -> list[int]:
+        """The servers whose SSD holds the checkpoint of the model of catalog `rank`."""
+        if not self.ssd_copies:
+            return list(range(self.servers))
+        copies = min(self.ssd_copies, self.servers)
+        return sorted({(rank * copies + j) % self.servers for j in range(copies)})
+
 
 QUICK = Scenario(requests=30, rate=1.0)
 FULL = Scenario(requests=90, rate=1.0)
+# Load-dominated: 1-2 GB checkpoints, a DRAM cache holding one of the larger two, SSDs
+# holding two, the remote store at 300 MB/s per server. Fixed before any replay was
+# compared with the simulator; 100 requests a policy in one replay (a tail percentile
+# over 100 requests, not 30).
+TIERS = dict(
+    name="tiers",
+    checkpoint_bytes=(GB, 3 * GB // 2, 2 * GB),
+    ssd_copies=1,
+    ssd_bytes=18 * GB // 5,
+    remote_rate=300e6,
+    dram_bytes=11 * GB // 5,
+    keep_alive_s=1.0,
+    tokens="lognormal:16,0.5,8,0.5",
+)
+TIERS_QUICK = Scenario(requests=100, rate=0.6, servers=2, **TIERS)
+TIERS_FULL = Scenario(requests=200, rate=0.9, servers=3, **TIERS)
+SCENARIOS = {"startup": (QUICK, FULL), "tiers": (TIERS_QUICK, TIERS_FULL)}
 
 
 @dataclass(frozen=True)
@@ -76,13 +127,18 @@ class Layout:
     """Where everything of one validation lives."""
 
     work: Path  # on disk: the SSD directories, the trace, the cluster TOML
-    dram: Path  # on /dev/shm: the DRAM cache directories
+    dram: Path  # on /dev/shm: the DRAM cache directories, and the remote store's files
 
     def ssd(self, server: int, model: str) -> Path:
         return self.work / f"ssd{server}" / model
 
     def dram_copy(self, server: int, model: str) -> Path:
         return self.dram / f"dram{server}" / model
+
+    @property
+    def store(self) -> Path:
+        """The remote store's root: one directory per checkpoint."""
+        return self.dram / "store"
 
     @property
     def trace(self) -> Path:
@@ -94,20 +150,47 @@ class Layout:
 
 
 def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
-    """Every model's checkpoint on every server's SSD, on the disk and out of the page
-    cache (so no replayed load waits for their write-back); its blob's bytes by name."""
+    """Every model's checkpoint where the scenario places it at the start (and in the
+    remote store, if there is one), on the disk and out of the page cache (so no replayed
+    load waits for their write-back); its blob's bytes by name."""
     sizes = {}
-    for seed, (name, config) in enumerate(MODELS.items()):
-        first = layout.ssd(0, name)
+    for rank, (name, config) in enumerate(MODELS.items()):
+        first = layout.store / name if scenario.remote else layout.ssd(0, name)
         first.parent.mkdir(parents=True, exist_ok=True)
-        save_model(Transformer.random(config, seed), first)
-        for server in range(1, scenario.servers):
-            shutil.copytree(first, layout.ssd(server, name))
+        _save(Transformer.random(config, rank), _ballast(scenario, rank, config), first)
+        for server in scenario.ssd_servers(rank):
+            if layout.ssd(server, name) != first:
+                layout.ssd(server, name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(first, layout.ssd(server, name))
         sizes[name] = (first / BLOB_NAME).stat().st_size
-    for server in range(scenario.servers):  # written back and cold before the replay
-        for name in MODELS:
+    for rank, name in enumerate(MODELS):  # written back and cold before the replay
+        for server in scenario.ssd_servers(rank):
             make_cold(str(layout.ssd(server, name) / BLOB_NAME))
     return sizes
+
+
+def _ballast(scenario: Scenario, rank: int, config: ModelConfig) -> int:
+    """The bytes of padding that bring the checkpoint of rank `rank` to its size."""
+    if not scenario.checkpoint_bytes:
+        return 0
+    return max(0, scenario.checkpoint_bytes[rank] - decoder_bytes(config))
+
+
+def decoder_bytes(config: ModelConfig) -> int:
+    """The bytes of the decoder's own weights (what a forward pass reads)."""
+    with torch.device("meta"):
+        model = Transformer(config)
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def _save(model: Transformer, ballast: int, dst: Path) -> None:
+    """The model's checkpoint, with `ballast` bytes of seeded noise after its weights."""
+    tensors = dict(model.state_dict())
+    if ballast:
+        noise = np.random.default_rng(ballast).integers(0, 256, 1 << 24, np.uint8)
+        block = torch.from_numpy(noise)
+        tensors[BALLAST] = block.repeat(-(-ballast // block.numel()))[:ballast]
+    write_checkpoint(tensors, dst)
 
 
 def write_trace(scenario: Scenario, layout: Layout, seed: int) -> pd.DataFrame:
@@ -127,9 +210,9 @@ def write_trace(scenario: Scenario, layout: Layout, seed: int) -> pd.DataFrame:
 
 
 def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> None:
-    """The simulator's description of the same cluster (the profile fills in speeds)."""
-    everywhere = list(range(scenario.servers))
-    table = {
+    """The simulator's description of the same cluster (the profile fills in speeds, and
+    the disk's and the remote store's bandwidths where it measured them)."""
+    table: dict = {
         "keep_alive_s": scenario.keep_alive_s,
         "instance_startup_s": 1.0,
         "servers": [
@@ -139,12 +222,15 @@ def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> 
                 "gpus": scenario.gpus,
                 "gpu_memory": "16GiB",
                 "dram": scenario.dram_bytes,
-                "ssd": sum(sizes.values()),
+                "ssd": scenario.ssd_bytes or sum(sizes.values()),
                 "ssd_read": "1GB/s",
-                "network": "1GB/s",  # unused: every checkpoint is on every SSD
+                # Unused without a remote store (every checkpoint on every SSD); else
+                # the profile's measured rate of the store.
+                "network": "1GB/s",
                 "pcie": "4GB/s",
                 # Every replayed server runs on this one machine: their start-ups share its
-                # cores (the profile's `host_cores`), as the real ones do.
+                # cores (the profile's `host_cores`), and their loads its one disk (the
+                # profile's `host_disk_bytes_per_s`), as the real ones do.
                 "servers_per_host": scenario.servers,
             }
         ],
@@ -155,10 +241,13 @@ def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> 
                 "prefill_tokens_per_s": 1000.0,
                 "decode_step_s": 0.01,
                 "max_batch": scenario.max_batch,
-                "ssd_servers": everywhere,
+                "ssd_servers": scenario.ssd_servers(rank),
             }
-            for name, size in sizes.items()
+            | ({"compute_bytes": decoder_bytes(MODELS[name])} if scenario.checkpoint_bytes else {})
+            for rank, (name, size) in enumerate(sizes.items())
         },
     }
+    if scenario.remote:
+        table["remote_download"] = True
     text = "# Written by python -m calibration.validate; speeds come from --profile.\n"
     layout.cluster.write_text(text + tomli_w.dumps(table))

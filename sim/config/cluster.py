@@ -83,6 +83,8 @@ _MODEL: dict[str, Parser] = {
     "prefill_waits_for_step": flag,
     "layers": integers(bounds.LAYERS),
 }
+# Model keys parsed apart, and written back only when given.
+_MODEL_OPTIONAL = ("engine", "compute_bytes")
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
     "max_batch": 16,
@@ -162,7 +164,7 @@ def _build(table: dict) -> ClusterConfig:
     models: dict[str, ModelSpec] = {}
     model_tables: dict[str, dict] = {}
     for rank, (name, raw) in enumerate(table["models"].items()):
-        fields = {k: v for k, v in raw.items() if k != "engine"}
+        fields = {k: v for k, v in raw.items() if k not in _MODEL_OPTIONAL}
         spec = parse_fields({**_MODEL_DEFAULTS, **fields}, _MODEL, f"models.{name}.")
         spec["ssd_servers"] = _placement(name, spec, rank, server_count)
         spec["ssd_copies"] = 0  # resolved into the explicit list
@@ -171,6 +173,8 @@ def _build(table: dict) -> ClusterConfig:
         fields = {k: v for k, v in spec.items() if k != "ssd_copies"}
         if "engine" in raw:
             fields["engine"] = spec["engine"] = engine_of(name, raw["engine"], engines)
+        if "compute_bytes" in raw:
+            fields["compute_bytes"] = spec["compute_bytes"] = _compute_bytes(name, raw, spec)
         models[name] = ModelSpec(
             name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
         )
@@ -231,6 +235,19 @@ def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
         return {}
     raw = {key: group.get(key, default) for key, default in _PEER_LINKS.items()}
     return parse_fields(raw, dict.fromkeys(_PEER_LINKS, bandwidth), where)
+
+
+def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
+    """`compute_bytes`: the bytes of the checkpoint a forward pass reads, at most its
+    weights (the rest is carried, not computed with); inference speeds scale by it."""
+    where = f"models.{name}.compute_bytes"
+    try:
+        value = size(raw["compute_bytes"])
+    except ValueError as err:
+        raise InputError(f"{where}: {err}") from None
+    if value > spec["weights"]:
+        raise InputError(f"{where}: more than the model's weights ({spec['weights']} bytes)")
+    return value
 
 
 def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:
@@ -302,8 +319,9 @@ def read_config(path: str | Path | None = None, profile: str | Path | None = Non
 
 
 def _sizes(models: dict) -> dict[str, tuple[int, int, bool]]:
-    """Each model's weights, GPUs and whether it names an engine, for a profile to scale
-    by: parsed by the parsers `_build` uses, so a bad value is the same error."""
+    """Each model's bytes a forward pass reads (`compute_bytes`, else its weights), GPUs
+    and whether it names an engine, for a profile to scale by: parsed by the parsers
+    `_build` uses, so a bad value is the same error."""
     sizes = {}
     for name, raw in models.items():
         raw = sub_table(raw, f"models.{name}")
@@ -312,5 +330,7 @@ def _sizes(models: dict) -> dict[str, tuple[int, int, bool]]:
             {key: _MODEL[key] for key in ("weights", "gpus")},
             f"models.{name}.",
         ).values()
+        if "compute_bytes" in raw:
+            weights = _compute_bytes(name, raw, {"weights": weights})
         sizes[name] = (weights, gpus, "engine" in raw)
     return sizes

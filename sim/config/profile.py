@@ -177,7 +177,8 @@ def apply(
     table: dict, derived: dict[str, float], models: dict[str, tuple[int, int, bool]]
 ) -> list[str]:
     """Lay the profile over `table`, the merged cluster table, whose `models` have the
-    weights, GPUs and own-engine flag given (checked); returns the keys it set."""
+    bytes a forward pass reads, GPUs and own-engine flag given (checked); returns the keys
+    it set."""
     applied = ["instance_startup_s"]
     table["instance_startup_s"] = derived["instance_startup_s"]
     links = {"ssd_read": "ssd_read_bytes_per_s", "pcie": "dram_to_gpu_bytes_per_s"}

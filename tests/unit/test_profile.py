@@ -165,3 +165,38 @@ def test_version_2_fields_are_checked(tmp_path, version, derived, message):
     tiny_config(tmp_path)
     with pytest.raises(InputError, match=re.escape(message)):
         read_config(tmp_path / "tiny.toml", write(tmp_path, derived, version=version))
+
+
+def test_inference_speeds_scale_by_the_bytes_a_forward_pass_reads(tmp_path):
+    """A checkpoint that carries bytes it does not compute with (`compute_bytes`) loads
+    all of them, but decodes and prefills at the speed of the bytes it computes with."""
+    catalog = """
+[models.a]
+weights = "8GiB"
+gpus = 1
+prefill_tokens_per_s = 1000.0
+decode_step_s = 0.5
+ssd_servers = [0]
+"""
+    cluster = tmp_path / "ballast.toml"
+    cluster.write_text(catalog + 'compute_bytes = "2GiB"\n')
+    plain = tmp_path / "plain.toml"
+    plain.write_text(catalog)
+    profile = write(tmp_path)
+    carried, whole = read_config(cluster, profile), read_config(plain, profile)
+    assert carried.models["a"].weights == whole.models["a"].weights == 8 * GiB
+    # The reference model is 4 GiB: a forward pass over 2 GiB is half its step, 8 GiB twice.
+    assert carried.models["a"].decode_step_s == DERIVED["decode_step_s"] / 2
+    assert whole.models["a"].decode_step_s == DERIVED["decode_step_s"] * 2
+    assert carried.models["a"].prefill_tokens_per_s == DERIVED["recompute_tokens_per_s"] * 2
+    assert "compute_bytes" not in whole.to_toml()
+
+
+def test_compute_bytes_cannot_exceed_the_weights(tmp_path):
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(
+        '[models.a]\nweights = "1GiB"\ngpus = 1\nprefill_tokens_per_s = 1000.0\n'
+        'decode_step_s = 0.5\ncompute_bytes = "2GiB"\n'
+    )
+    with pytest.raises(InputError, match=r"models\.a\.compute_bytes: more than the model's"):
+        read_config(cluster)
