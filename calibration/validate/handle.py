@@ -38,6 +38,7 @@ class Handle:
     migrating: bool = False  # a migration's source: takes no new request
     reserved: bool = False  # a migration's target: takes no new request until it resumes
     unsent: list[dict] = field(default_factory=list)  # commands for a process not yet spawned
+    kept: bool = False  # a download the server's SSD held (else dropped after the load)
 
     @property
     def occupancy(self) -> int:

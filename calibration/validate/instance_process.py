@@ -1,10 +1,13 @@
 """One model instance of the real replay: a fresh process, as a serverless platform starts.
 
-`python -m calibration.validate.instance_process SPEC_JSON` imports torch (the start-up cost the
-profile's `instance_startup_s` measures), loads the checkpoint with the real loader from
-the tier the scheduler chose (an SSD copy is evicted from the page cache first, so the
-read is really cold, and read into the server's DRAM cache on its way; a DRAM copy is a
-file on /dev/shm, which the loader maps, as it does any cached checkpoint), then serves
+`python -m calibration.validate.instance_process SPEC_JSON` imports torch (the start-up
+cost the profile's `instance_startup_s` measures), loads the checkpoint with the real
+loader from the tier the scheduler chose (from the remote store, it is first downloaded
+into the server's SSD directory, `calibration.remote`; an SSD copy is evicted from the
+page cache first, so the read is really cold, and read into the server's DRAM cache on
+its way; a DRAM copy is a file on /dev/shm, which the loader maps, as it does any cached
+checkpoint), drops the checkpoint's `ballast` (bytes carried to make the load the size
+the scenario wants, not computed with), then serves
 requests as the simulator's instance does, and takes part in live migrations, either
 side (`calibration.validate.engine`). It runs on the device the scheduler names
 (`calibration.validate.devices`): the server's CUDA device, or the CPU.
@@ -16,10 +19,10 @@ destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...], "wa
 scheduler kills an instance to stop it, and stdin's end stops it too, should the
 scheduler die. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started`
 (torch imported, and on a GPU its context made; with `cpu_s`, the CPU-seconds that took),
-`loaded`, `installed`, `ready`, `first` (with `request`), `done` (with `request` and
-`generated`, its output tokens in all), and for migrations `tokens` (with `requests`,
-`new`, `stopped` and, once stopped, `waiting`), `recomputed` (with `tokens`) and `resumed`
-(with `requests`).
+`downloaded` (from the remote store, with `bytes`), `loaded`, `installed`, `ready`,
+`first` (with `request`), `done` (with `request` and `generated`, its output tokens in
+all), and for migrations `tokens` (with `requests`, `new`, `stopped` and, once stopped,
+`waiting`), `recomputed` (with `tokens`) and `resumed` (with `requests`).
 """
 
 import json
@@ -38,8 +41,12 @@ from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes, load
 from calibration.migration.model import ModelConfig, Transformer
+from calibration.remote.client import download
 from calibration.validate.engine import Engine
 from thaw_kernel.publish import staged_directory
+
+# The tensor a `tiers` checkpoint carries to reach its size: loaded, then dropped.
+BALLAST = "ballast"
 
 
 def emit(event: str, **fields: object) -> None:
@@ -57,6 +64,8 @@ class Spec:
     install: str | None  # for a load from SSD: the DRAM cache directory it goes into
     max_batch: int
     device: str = "cpu"  # or the server's CUDA device, "cuda:N"
+    # From the remote store: {"url", "server", "name"}, downloaded into `checkpoint` first.
+    download: dict | None = None
 
 
 def shared_buffer(path: Path, nbytes: int) -> torch.Tensor:
@@ -79,6 +88,11 @@ def load_checkpoint(spec: Spec) -> Transformer:
     """
     path = Path(spec.checkpoint)
     device = torch.device(spec.device)
+    if spec.download is not None:
+        fetched = download(
+            spec.download["url"], spec.download["server"], spec.download["name"], path
+        )
+        emit("downloaded", bytes=fetched.bytes)
     if spec.install is None:
         weights = load(path, device)
         _synchronize(device)
@@ -92,6 +106,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
             _synchronize(device)
             emit("loaded")
         emit("installed")
+    weights.pop(BALLAST, None)
     return Transformer.from_weights(ModelConfig(**spec.config), weights)
 
 

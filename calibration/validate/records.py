@@ -24,6 +24,7 @@ class InstanceRecord:
     tier: str
     spawned: float = np.nan  # NaN until its GPU is free (a migration may hold it back)
     started: float = np.nan
+    downloaded: float = np.nan  # from the remote store: the checkpoint on the server's SSD
     loaded: float = np.nan
     ready: float = np.nan
     stopped: float = np.nan

@@ -34,6 +34,7 @@ from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.writer import write_checkpoint
 from calibration.migration.model import ModelConfig, Transformer
+from calibration.validate.instance_process import BALLAST
 from thaw_kernel import seeds
 from traces.generate import synthesize
 from traces.writer import write_canonical
@@ -59,7 +60,6 @@ MODELS = {
     "large": _model(6, 640, 1728),
 }
 MAX_INPUT, MAX_OUTPUT = 256, 128  # within max_positions
-BALLAST = "ballast"
 GB = 10**9
 
 

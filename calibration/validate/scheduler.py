@@ -54,20 +54,24 @@ class Replay:
         trace: pd.DataFrame,
         policy: str,
         rng: np.random.Generator,
-        derived: dict[str, float],
         config: ClusterConfig,
+        store_url: str | None = None,
     ) -> None:
+        """`store_url`: the remote store's (`calibration.remote`), with `scenario.remote`."""
         self.scenario = scenario
+        self.store_url = store_url
         self.layout = layout
         self.trace = trace.reset_index(drop=True)
         self.policy = get_policy(policy)(rng)
         self.config = config
+        placement = {name: scenario.ssd_servers(rank) for rank, name in enumerate(sizes)}
         self.books = Books(
             scenario.servers,
             scenario.gpus,
             sizes,
-            scenario.dram_bytes,
-            derived,
+            placement,
+            (scenario.dram_bytes, scenario.ssd_bytes or sum(sizes.values())),
+            scenario.remote,
             config,
             self._evicted,
         )
@@ -203,9 +207,10 @@ class Replay:
         if not leaving:
             self._take_gpu(server)
         tier = self.books.fastest_tier(server, model)
-        if tier == "dram":
-            self.books.dram[server].touch(model)
-            self.books.dram[server].pin(model)
+        if tier != "remote":  # the copy it loads from stays until its load is done
+            cache = self.books.dram[server] if tier == "dram" else self.books.ssd[server]
+            cache.touch(model)
+            cache.pin(model)
         instance = Handle(len(self._instances), model, server, tier, leaving=leaving)
         self.records.created(model, server, tier)
         self._instances.append(instance)
@@ -229,8 +234,11 @@ class Replay:
             if tier == "dram"
             else self.layout.ssd(server, model)
         )
-        install = self.layout.dram_copy(server, model) if tier == "ssd" else None
-        spec = instance_spec(self.scenario, server, model, source, install)
+        install = self.layout.dram_copy(server, model) if tier != "dram" else None
+        download = None
+        if tier == "remote":
+            download = {"url": self.store_url, "server": server, "name": model}
+        spec = instance_spec(self.scenario, server, model, source, install, download)
         stderr = open(self.layout.work / f"instance-{instance.id}.err", "w")  # noqa: SIM115
         instance.process = subprocess.Popen(
             instance_command(spec),
@@ -268,12 +276,16 @@ class Replay:
         if instance.state == STOPPED:  # a migrated source's answer, crossing its release
             return
         event, t = message["event"], message["t"] - self._t0
-        if event in ("started", "loaded", "ready"):
+        if event in ("started", "downloaded", "loaded", "ready"):
             self.records.instance_event(instance.id, event, t)
         if event == "started":
             self.records.instance_event(instance.id, "started_cpu_s", message["cpu_s"])
         if event == "ready":
             self._ready(instance)
+        elif event == "downloaded":
+            self._downloaded(instance)
+        elif event == "loaded":
+            self._loaded(instance)
         elif event in ("tokens", "recomputed", "resumed"):
             self._migration_event(instance, event, message, t)
         elif event == "installed":
@@ -297,6 +309,21 @@ class Replay:
                 else:
                     self._set_idle(instance, True)
             self._drain()
+
+    def _downloaded(self, instance: Handle) -> None:
+        """The checkpoint is on the server's SSD: held there (least recently used out), and
+        pinned until the load is done; where the SSD has no room, read once and dropped."""
+        ssd = self.books.ssd[instance.server]
+        instance.kept = ssd.admit(instance.model, self.books.models[instance.model])
+        if instance.kept:
+            ssd.pin(instance.model)
+
+    def _loaded(self, instance: Handle) -> None:
+        """A load from SSD (downloaded or not) is done: its copy may be evicted now."""
+        if instance.tier == "ssd" or (instance.tier == "remote" and instance.kept):
+            self.books.ssd[instance.server].unpin(instance.model)
+        elif instance.tier == "remote":
+            shutil.rmtree(self.layout.ssd(instance.server, instance.model), ignore_errors=True)
 
     def _ready(self, instance: Handle) -> None:
         instance.state = WARM
@@ -415,15 +442,26 @@ class Replay:
         if instance.process is not None:
             instance.process.kill()
 
-    def _evicted(self, server: int, model: str) -> None:
-        shutil.rmtree(self.layout.dram_copy(server, model), ignore_errors=True)
+    def _evicted(self, tier: str, server: int, model: str) -> None:
+        copy = (
+            self.layout.dram_copy(server, model)
+            if tier == "dram"
+            else self.layout.ssd(server, model)
+        )
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def instance_spec(
-    scenario: Scenario, server: int, model: str, checkpoint: Path, install: Path | None
+    scenario: Scenario,
+    server: int,
+    model: str,
+    checkpoint: Path,
+    install: Path | None,
+    download: dict | None = None,
 ) -> dict:
-    """What an instance process of `model` on `server` is told: load `checkpoint`, and
-    install it in DRAM at `install` on the way (a load from SSD) or not (from DRAM)."""
+    """What an instance process of `model` on `server` is told: load `checkpoint` (first
+    downloaded there, with `download`), and install it in DRAM at `install` on the way (a
+    load from SSD) or not (from DRAM)."""
     fields = asdict(MODELS[model])
     fields.pop("dtype")  # float32, the default
     return {
@@ -432,6 +470,7 @@ def instance_spec(
         "install": None if install is None else str(install),
         "max_batch": scenario.max_batch,
         "device": server_device(server, scenario.servers),
+        "download": download,
     }
 
 

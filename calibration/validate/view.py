@@ -4,12 +4,15 @@ The same policy code the simulator runs decides here, so the books keep what it 
 the way `sim.model.cluster` does: per tier and model an `IndexedSet` of holders (kept by the
 simulator's own `CheckpointCache`, so LRU order and eviction are the same), and per
 available-GPU count an `IndexedSet` of servers (so `random` sees candidates in the same
-order and its seeded draws mean the same). Load-time estimates come from the profile's
-bandwidths, as a real ServerlessLLM scheduler estimates from measured ones; with one GPU
-per server no two loads share a server's links, so bytes over bandwidth is the whole
-estimate. `running` lists the busy warm instances the replay can migrate, and rounds are
-priced by the simulator's own cost model (`sim.model.migration.round_cost`); `sleeping` lists
-none: the replay's engines do not sleep.
+order and its seeded draws mean the same). Load-time estimates come from the cluster's
+bandwidths with the profile laid over them, as a real ServerlessLLM scheduler estimates
+from measured ones: bytes over the tier's bandwidth, and from the remote store the
+download then the load from SSD. They price a load alone: where the simulator's
+estimator also sees the loads already sharing the host's disk, these books do not (a
+real scheduler knows its loads' bandwidths, not their contention). `running` lists the
+busy warm instances the replay can migrate, and rounds are priced by the simulator's own
+cost model (`sim.model.migration.round_cost`); `sleeping` lists none: the replay's
+engines do not sleep.
 """
 
 from collections.abc import Callable, Iterable
@@ -31,15 +34,20 @@ class Books:
         servers: int,
         gpus: int,
         models: dict[str, int],
-        dram_bytes: int,
-        derived: dict[str, float],
+        placement: dict[str, list[int]],
+        caches: tuple[int, int],
+        remote: bool,
         config: ClusterConfig,
-        on_evict: Callable[[int, str], None],
+        on_evict: Callable[[str, int, str], None],
     ) -> None:
-        self.models = models  # name -> checkpoint bytes
+        """`models`: checkpoint bytes by name; `placement`: the servers whose SSD holds
+        each at the start; `caches`: each server's DRAM and SSD capacity in bytes;
+        `remote`: whether a remote store holds every checkpoint; `on_evict(tier, server,
+        model)`: a cache dropped a checkpoint."""
+        self.models = models
         self.gpus = gpus
-        self.derived = derived
         self.config = config
+        self.remote = remote
         self.clock: Callable[[], float] = lambda: 0.0
         self.running_on: Callable[[int], list[Running]] = lambda server: []
         self.free = [gpus] * servers
@@ -49,24 +57,24 @@ class Books:
         self._indexed = [gpus] * servers
         for s in range(servers):
             self._by_available[gpus].add(s)
+        dram, ssd = caches
         self.dram = [
-            CheckpointCache(dram_bytes, self._watch("dram", s, on_evict)) for s in range(servers)
+            CheckpointCache(dram, self._watch("dram", s, on_evict)) for s in range(servers)
         ]
-        ssd = [CheckpointCache(sum(models.values()), self._watch("ssd", s)) for s in range(servers)]
-        for name, size in models.items():  # every SSD holds every checkpoint
-            for cache in ssd:
-                cache.admit(name, size)
+        self.ssd = [CheckpointCache(ssd, self._watch("ssd", s, on_evict)) for s in range(servers)]
+        for name, size in models.items():
+            for server in placement[name]:
+                self.ssd[server].admit(name, size)
 
     def _watch(
-        self, tier: str, server: int, on_evict: Callable[[int, str], None] | None = None
+        self, tier: str, server: int, on_evict: Callable[[str, int, str], None]
     ) -> Callable[[str, bool], None]:
         def changed(model: str, held: bool) -> None:
             if held:
                 self._holders[tier][model].add(server)
             else:
                 self._holders[tier][model].discard(server)
-                if on_evict is not None:
-                    on_evict(server, model)
+                on_evict(tier, server, model)
 
         return changed
 
@@ -78,7 +86,11 @@ class Books:
             self._indexed[server] = new
 
     def fastest_tier(self, server: int, model: str) -> str:
-        return "dram" if model in self.dram[server] else "ssd"
+        if model in self.dram[server]:
+            return "dram"
+        if model in self.ssd[server] or not self.remote:
+            return "ssd"
+        return "remote"
 
     # --- ClusterView ---
 
@@ -87,7 +99,7 @@ class Books:
         return self.clock()
 
     def steps(self, model: str) -> tuple[Step, ...]:
-        return default_steps(self.derived["instance_startup_s"])
+        return default_steps(self.config.instance_startup_s)
 
     def gpus_needed(self, model: str) -> int:
         return 1
@@ -131,10 +143,7 @@ class Books:
         return sum(self.available_gpus(s) for s in range(len(self.free)))
 
     def load_s(self, server: int, model: str, delay: float) -> float:
-        rate = self.derived["dram_to_gpu_bytes_per_s"]
-        if self.fastest_tier(server, model) == "ssd":
-            rate = min(rate, self.derived["ssd_read_bytes_per_s"])
-        return self.models[model] / rate
+        return load_s(self.config, self.models[model], self.fastest_tier(server, model))
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         raise NotImplementedError("the real replay's start-ups have no CPU-bound stages")
@@ -148,3 +157,16 @@ class Books:
     def round_cost(self, model: str, source: int, destination: int) -> RoundCost:
         network = self.config.servers[0].network  # one group: the replay's servers are alike
         return round_cost(self.config, model, network)
+
+
+def load_s(config: ClusterConfig, size: int, tier: str) -> float:
+    """A load of `size` bytes from `tier` on one of the replay's servers, alone: through
+    PCIe from DRAM; also through the server's SSD link and the host's disk from SSD; from
+    the remote store, the download over the network link first."""
+    group = config.servers[0]  # one group: the replay's servers are alike
+    rate = group.pcie
+    if tier == "dram":
+        return size / rate
+    rate = min(rate, group.ssd_read, getattr(group, "host_disk", 0.0) or rate)
+    download = size / group.network if tier == "remote" else 0.0
+    return download + size / rate
