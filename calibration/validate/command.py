@@ -1,13 +1,15 @@
 """`python -m calibration.validate`: the simulator's TTFT error against a real replay.
 
-Replays a short trace for real on this machine (two servers with one GPU each, or one
-CPU core each without GPUs; real checkpoints, real cold starts through the real loader,
-real inference), then simulates the same trace on the same cluster with the profile
-`calibration.measure` measured here (or `--profile`), its start-up timed again around
-each replay (`calibration.validate.reprobe`), and prints p50, p90 and p99 TTFT of both
-and the signed relative error per policy, medians over `--repeats` seeds with their
-range, and each cold-start stage real beside simulated. Bad input is one line on stderr
-and exit status 2; a failed measurement or replay, one line and status 1.
+Replays a short trace for real on this machine (servers with one GPU each, or one CPU
+core each without GPUs; real checkpoints, real cold starts through the real loader,
+real inference; `--scenario tiers` adds a remote object store on loopback and makes the
+checkpoints large enough that a cold start is mostly its load), then simulates the same
+trace on the same cluster with the profile `calibration.measure` measured here (or
+`--profile`), its start-up timed again around each replay
+(`calibration.validate.reprobe`), and prints p50, p90 and p99 TTFT of both and the
+signed relative error per policy, medians over `--repeats` seeds with their range, each
+cold-start stage real beside simulated, and the loads by tier. Bad input is one line on
+stderr and exit status 2; a failed measurement or replay, one line and status 1.
 """
 
 import argparse
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 import traces
+from calibration.remote.store import running_store
 from calibration.validate import devices
 from calibration.validate.compare import (
     PERCENTILES,
@@ -37,21 +40,22 @@ from calibration.validate.compare import (
     rel_errors,
     simulate,
 )
+from calibration.validate.loads import load_share, loads_by_tier_real, loads_by_tier_sim
 from calibration.validate.reprobe import Probe, probe, reprobed
 from calibration.validate.scale import compare_speeds
 from calibration.validate.scenario import (
-    FULL,
     MODELS,
-    QUICK,
+    SCENARIOS,
     Layout,
     Scenario,
+    decoder_bytes,
     write_checkpoints,
     write_cluster,
     write_trace,
 )
 from calibration.validate.scheduler import Replay
 from calibration.validate.stages import STAGES, real_stages, sim_stages
-from calibration.validate.summary import summarize
+from calibration.validate.summary import p99_ratios, summarize
 from sim.config import read_config
 from sim.config.profile import read_profile
 from thaw_kernel import seeds
@@ -71,7 +75,14 @@ SLACK_S = 300.0  # a real replay still running this long after the trace's end h
 
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a 30-request trace (CI)")
+    parser.add_argument(
+        "--scenario",
+        choices=list(SCENARIOS),
+        default="startup",
+        help="startup: small checkpoints, a cold start is mostly the engine's start-up "
+        "(default); tiers: 1-2 GB checkpoints over DRAM, SSD and a remote store",
+    )
+    parser.add_argument("--quick", action="store_true", help="a shorter trace (CI)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--profile", type=Path, help="a profile (default: measure one now)")
     parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="comma-separated")
@@ -79,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--repeats",
         type=int,
-        help="replays, with seeds --seed, --seed+1, ... (default 3 with --quick, else 1)",
+        help="replays, with seeds --seed, --seed+1, ... (default 3 with --quick of the "
+        "startup scenario, else 1)",
     )
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="disk for the SSDs")
     parser.add_argument("--out", type=Path, help="also write the report and per-request tables")
@@ -100,6 +112,17 @@ def _policies(text: str) -> list[str]:
 
 
 @contextmanager
+def _store(scenario: Scenario, layout: Layout) -> Iterator[str | None]:
+    """The remote store over the scenario's checkpoints, for the replays' duration (none
+    without a remote tier)."""
+    if not scenario.remote:
+        yield None
+        return
+    with running_store(layout.store, scenario.remote_rate) as url:
+        yield url
+
+
+@contextmanager
 def _workspace(disk: Path) -> Iterator[Layout]:
     """Scratch space: the SSDs on `disk`, the DRAM caches on /dev/shm (memory)."""
     if not disk.is_dir():
@@ -117,12 +140,14 @@ def _workspace(disk: Path) -> Iterator[Layout]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _measure(work: Path, device: str) -> Path:
-    """Run `calibration.measure` (quick, on the replay's kind of device) into the work
-    directory."""
+def _measure(work: Path, device: str, remote_rate: float) -> Path:
+    """Run `calibration.measure` (quick, on the replay's kind of device; with the remote
+    store's rate where the scenario has one) into the work directory."""
     out = work / "profile.json"
     command = [sys.executable, "-m", "calibration.measure", "--device", device, "--quick"]
     command += ["--dir", str(work), "--out", str(out)]
+    if remote_rate:
+        command += ["--remote-rate", str(remote_rate)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -138,6 +163,7 @@ def _validate_policy(
     policy: str,
     seed: int,
     before: Probe,
+    store_url: str | None,
 ) -> tuple[dict, dict[str, pd.DataFrame | bytes], Probe]:
     """The policy's report for the trace of `seed`, its files by name (real and simulated
     requests, the real instances, the profile it was predicted from) and the start-up
@@ -149,7 +175,7 @@ def _validate_policy(
     trace = traces.read(layout.trace, list(MODELS), seeds.rng(seed, "trace")).frame
     limit_s = float(trace["arrival_s"].max()) + SLACK_S
     rng = seeds.rng(seed, "policy")
-    replay = Replay(scenario, layout, sizes, trace, policy, rng, derived, config)
+    replay = Replay(scenario, layout, sizes, trace, policy, rng, config, store_url)
     records = replay.run(limit_s)
     after = probe(scenario, layout)
     predicting = reprobed(profile, before, after, layout.work / f"{policy}-profile.json")
@@ -187,6 +213,9 @@ def _validate_policy(
             "profile_instance_startup_s": derived["instance_startup_s"],
         },
         "with_profile_startup": rel_errors(real_ttft, as_measured["ttft_s"].to_numpy()),
+        "loads_by_tier_real": loads_by_tier_real(records),
+        "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
+        "load_share_real": load_share(records, real),
     }
     return result, files, after
 
@@ -199,6 +228,7 @@ def _repeat(
     policies: list[str],
     seed: int,
     before: Probe,
+    store_url: str | None,
 ) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes], Probe]:
     """Every policy on the trace of `seed`: the results by policy, the files to keep
     (under `seed-N/`: the trace and each policy's files) and the last start-up probe.
@@ -208,7 +238,7 @@ def _repeat(
     files: dict[str, pd.DataFrame | bytes] = {f"seed-{seed}/trace.csv": layout.trace.read_bytes()}
     for policy in policies:
         result, kept, after = _validate_policy(
-            scenario, layout, sizes, profile, policy, seed, before
+            scenario, layout, sizes, profile, policy, seed, before, store_url
         )
         results[policy] = result
         files |= {f"seed-{seed}/{name}": content for name, content in kept.items()}
@@ -240,7 +270,7 @@ def _write_out(out: Path, report: dict, files: dict[str, pd.DataFrame | bytes]) 
 
 def _repeats(args: argparse.Namespace) -> int:
     if args.repeats is None:
-        return 3 if args.quick else 1
+        return 3 if args.quick and args.scenario == "startup" else 1
     if args.repeats < 1:
         raise InputError(f"--repeats: expected an integer >= 1, got {args.repeats}")
     return args.repeats
@@ -254,12 +284,14 @@ def run(args: argparse.Namespace) -> dict:
     _check_out(args.out)
     if args.profile is not None:
         read_profile(args.profile)  # bad input is refused before anything runs
-    scenario = QUICK if args.quick else FULL
+    quick, full = SCENARIOS[args.scenario]
+    scenario = quick if args.quick else full
     started = time.monotonic()
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
     with _workspace(args.dir) as layout:
-        profile = args.profile or _measure(layout.work, devices.kind(scenario.servers))
+        device = devices.kind(scenario.servers)
+        profile = args.profile or _measure(layout.work, device, scenario.remote_rate)
         _, digest = read_profile(profile)
         sizes = write_checkpoints(scenario, layout)
         write_cluster(scenario, layout, sizes)
@@ -270,17 +302,19 @@ def run(args: argparse.Namespace) -> dict:
         config = read_config(layout.cluster, profile)
         speeds = compare_speeds(scenario, config, devices.server_device(0, scenario.servers))
         before = probe(scenario, layout)
-        for seed in range(args.seed, args.seed + repeats):
-            results, kept, before = _repeat(
-                scenario, layout, sizes, profile, policies, seed, before
-            )
-            for policy, result in results.items():
-                runs[policy].append(result)
-            files |= kept
+        with _store(scenario, layout) as store_url:
+            for seed in range(args.seed, args.seed + repeats):
+                results, kept, before = _repeat(
+                    scenario, layout, sizes, profile, policies, seed, before, store_url
+                )
+                for policy, result in results.items():
+                    runs[policy].append(result)
+                files |= kept
     report = {
         "scenario": {"quick": args.quick, "seed": args.seed, "repeats": repeats}
         | {"model_bytes": sizes}
-        | vars(scenario),
+        | vars(scenario)
+        | {"decoder_bytes": {name: decoder_bytes(config) for name, config in MODELS.items()}},
         "profile": {"path": str(args.profile or "measured"), "sha256": digest},
         # What the simulator's side read: nothing the replay measured. POLICY-profile.json
         # is profile.json with its start-up timed again around that replay.
@@ -293,6 +327,7 @@ def run(args: argparse.Namespace) -> dict:
             policy: summarize(results) | {"runs": results} for policy, results in runs.items()
         },
     }
+    report |= p99_ratios(report["policies"])
     if args.out is not None:
         _write_out(args.out, report, files)
     return report
@@ -329,7 +364,32 @@ def _table(report: dict) -> str:
     for policy, result in report["policies"].items():
         moved = result["migrated_requests"]
         lines.append(f"{policy:<14} {moved['real']:8d} {moved['sim']:8d}")
+    lines += ["", "cold-start loads by tier: count and median s (summed; median of repeats)"]
+    lines.append(
+        f"{'policy':<14} {'tier':<7} {'real n':>7} {'real s':>8} {'sim n':>7} {'sim s':>8}"
+    )
+    for policy, result in report["policies"].items():
+        real, sim = result["loads_by_tier_real"], result["loads_by_tier_sim"]
+        for tier in real:
+            lines.append(
+                f"{policy:<14} {tier:<7} {real[tier]['loads']:7d} {_s(real[tier]['median_s'])}"
+                f" {sim[tier]['loads']:7d} {_s(sim[tier]['median_s'])}"
+            )
+        lines.append(f"{policy:<14} share of cold TTFT spent loading: {_share(result)}")
+    if "p99_ratio_random_to_startup_aware_real" in report:
+        real = report["p99_ratio_random_to_startup_aware_real"]
+        sim = report["p99_ratio_random_to_startup_aware_sim"]
+        lines += ["", f"p99 random / startup-aware: real {real:.2f}, sim {sim:.2f}"]
     return "\n".join(lines)
+
+
+def _s(seconds: float | None) -> str:
+    return f"{seconds:8.3f}" if seconds is not None and np.isfinite(seconds) else f"{'-':>8}"
+
+
+def _share(result: dict) -> str:
+    share = result["load_share_real"]
+    return f"{share:.2f}" if np.isfinite(share) else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ one run can tell.
 import numpy as np
 
 from calibration.validate.compare import PERCENTILES
+from calibration.validate.loads import TIERS
 from calibration.validate.stages import STAGES
 
 
@@ -39,9 +40,32 @@ def summarize(repeats: list[dict]) -> dict:
     out["migrated_requests"] = {
         side: sum(r[side]["migrated_requests"] for r in repeats) for side in ("real", "sim")
     }
+    for side in ("real", "sim"):
+        key = f"loads_by_tier_{side}"
+        out[key] = {
+            tier: {
+                "loads": sum(r[key][tier]["loads"] for r in repeats),
+                "median_s": _median([r[key][tier]["median_s"] or np.nan for r in repeats]),
+            }
+            for tier in TIERS
+        }
+    out["load_share_real"] = _median([r["load_share_real"] or np.nan for r in repeats])
     return out
 
 
 def _median(values: list[float]) -> float:
     finite = [v for v in values if np.isfinite(v)]
     return float(np.median(finite)) if finite else float("nan")
+
+
+def p99_ratios(policies: dict[str, dict]) -> dict[str, float]:
+    """Random's p99 TTFT over startup-aware's, real and simulated: how much knowing where
+    checkpoints are buys, and whether the simulator says the same (both policies run)."""
+    if "random" not in policies or "startup-aware" not in policies:
+        return {}
+    random, aware = policies["random"], policies["startup-aware"]
+    return {
+        f"p99_ratio_random_to_startup_aware_{side}": random[f"ttft_p99_{side}_s"]
+        / aware[f"ttft_p99_{side}_s"]
+        for side in ("real", "sim")
+    }
