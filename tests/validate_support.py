@@ -42,11 +42,19 @@ def cluster_config(
 
 
 def books(
-    config: ClusterConfig, servers: int = 3, dram_bytes: int = 100 * MB
-) -> tuple[Books, list[tuple[int, str]]]:
-    """Books of `servers` one-GPU servers holding models "a" and "b"; and the evictions."""
-    evicted: list[tuple[int, str]] = []
+    config: ClusterConfig,
+    servers: int = 3,
+    dram_bytes: int = 100 * MB,
+    remote: bool = False,
+    placement: dict[str, list[int]] | None = None,
+) -> tuple[Books, list[tuple[str, int, str]]]:
+    """Books of `servers` one-GPU servers holding models "a" and "b" on every SSD, or as
+    `placement` says (a remote store holding them all, if `remote`); and the evictions,
+    as (tier, server, model)."""
+    evicted: list[tuple[str, int, str]] = []
+    placement = placement or {name: list(range(servers)) for name in MODELS}
+    caches = (dram_bytes, sum(MODELS.values()))
     book = Books(
-        servers, 1, MODELS, dram_bytes, DERIVED, config, lambda s, m: evicted.append((s, m))
+        servers, 1, MODELS, placement, caches, remote, config, lambda *e: evicted.append(e)
     )
     return book, evicted

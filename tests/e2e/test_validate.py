@@ -105,9 +105,29 @@ def test_the_dram_cache_evicts_least_recently_used_and_reports_it(config):
     book, evicted = books(config, servers=1, dram_bytes=90 * MB)
     book.dram[0].admit("a", 40 * MB)
     book.dram[0].admit("b", 60 * MB)
-    assert evicted == [(0, "a")]
+    assert evicted == [("dram", 0, "a")]
     assert list(book.holders("a", "dram")) == []
     assert list(book.holders("a", "ssd")) == [0]
+
+
+def test_a_checkpoint_on_no_ssd_of_the_server_comes_from_the_remote_store(config):
+    book, _ = books(config, servers=1, remote=True, placement={"a": [0], "b": []})
+    assert book.fastest_tier(0, "a") == "ssd"
+    assert book.fastest_tier(0, "b") == "remote"
+    assert list(book.holders("b", "ssd")) == []
+    group = config.servers[0]
+    # Downloaded over the network link, then read from SSD at its bandwidth.
+    expected = 60 * MB / group.network + 60 * MB / min(group.ssd_read, group.pcie)
+    assert book.load_s(0, "b", 0.0) == pytest.approx(expected)
+
+
+def test_the_ssd_cache_evicts_least_recently_used_and_reports_it(config):
+    book, evicted = books(config, servers=1)
+    assert list(book.holders("a", "ssd")) == [0] and list(book.holders("b", "ssd")) == [0]
+    book.ssd[0].touch("a")
+    book.ssd[0].admit("c", 60 * MB)  # room for it only without the least recently used
+    assert evicted == [("ssd", 0, "b")]
+    assert list(book.holders("b", "ssd")) == []
 
 
 def test_instance_phases_tell_overlapping_start_ups_apart():

@@ -174,7 +174,7 @@ def test_a_real_replay_migrates_the_busy_instance_and_its_requests_finish(tmp_pa
         sizes = write_checkpoints(SCENARIO, layout)
         config = cluster_config(tmp_path, sizes, SCENARIO)
         rng = np.random.default_rng(0)
-        replay = Replay(SCENARIO, layout, sizes, TRACE, "migration", rng, DERIVED, config)
+        replay = Replay(SCENARIO, layout, sizes, TRACE, "migration", rng, config)
         records = replay.run(limit_s=120.0)
     finally:
         shutil.rmtree(shm, ignore_errors=True)
