@@ -1,0 +1,88 @@
+"""calibration.validate --scenario tiers, end to end on small checkpoints: a real remote
+store on loopback, downloads into the servers' SSD directories, SSD and DRAM caches of a
+fixed size, and the simulator's side with the same tiers. Error targets are reported by
+the command (docs/calibration.md), never asserted here."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from calibration.validate import command
+from calibration.validate.loads import TIERS
+from calibration.validate.scenario import Scenario
+from tests.validate_support import DERIVED
+
+MB = 10**6
+# The tiers scenario in miniature: checkpoints of 60, 90 and 160 MB (the decoders' 39,
+# 64 and 130 MB and ballast), one SSD copy each (server 0: the first and third, server 1
+# the second), SSDs too small for all three, a DRAM cache holding one or two.
+TINY = Scenario(
+    requests=16,
+    rate=1.0,
+    servers=2,
+    name="tiers",
+    checkpoint_bytes=(60 * MB, 90 * MB, 160 * MB),
+    ssd_copies=1,
+    ssd_bytes=250 * MB,
+    remote_rate=100e6,
+    dram_bytes=170 * MB,
+    tokens="lognormal:16,0.5,8,0.5",
+)
+
+
+@pytest.mark.slow
+def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path):
+    monkeypatch.setitem(command.SCENARIOS, "tiers", (TINY, TINY))
+    profile = tmp_path / "profile.json"
+    derived = DERIVED | {"network_bytes_per_s": 100e6}
+    profile.write_text(
+        json.dumps({"version": 1, "machine": {"description": "by hand"}, "derived": derived})
+    )
+    out = tmp_path / "out"
+    args = command._parser().parse_args(
+        [
+            "--scenario",
+            "tiers",
+            "--quick",
+            "--profile",
+            str(profile),
+            "--dir",
+            str(tmp_path),
+            "--policies",
+            "random,startup-aware",
+            "--out",
+            str(out),
+        ]  # fmt: skip
+    )
+    report = command.run(args)
+    assert report["scenario"]["name"] == "tiers" and report["scenario"]["repeats"] == 1
+    assert set(report["scenario"]["model_bytes"].values()) == {60 * MB, 90 * MB, 160 * MB}
+    for name in ("random", "startup-aware"):
+        result = report["policies"][name]
+        for side in ("real", "sim"):
+            loads = result[f"loads_by_tier_{side}"]
+            assert set(loads) == set(TIERS)
+            # The DRAM caches start empty: the first cold start reads SSD or the store.
+            assert loads["ssd"]["loads"] + loads["remote"]["loads"] >= 1
+            for tier in TIERS:
+                if loads[tier]["loads"]:
+                    assert loads[tier]["median_s"] > 0
+        real_instances = result["runs"][0]["real"]["instances"]
+        assert sum(v["loads"] for v in result["loads_by_tier_real"].values()) == real_instances
+        assert 0 < result["load_share_real"] < 1
+        for q in (50, 90, 99):
+            assert math.isfinite(result[f"ttft_p{q}_rel_error"])
+    for side in ("real", "sim"):
+        assert report[f"p99_ratio_random_to_startup_aware_{side}"] > 0
+    written = json.loads((out / "report.json").read_text())
+    assert (
+        written["policies"]["random"]["loads_by_tier_sim"]
+        == (report["policies"]["random"]["loads_by_tier_sim"])
+    )
+    cluster = (out / "cluster.toml").read_text()
+    assert "remote_download = true" in cluster and "compute_bytes" in cluster
+    # Nothing is left behind: the SSDs on --dir, the DRAM caches and the store on /dev/shm.
+    assert not list(tmp_path.glob("thaw-validate-*"))
+    assert not list(Path("/dev/shm").glob("thaw-validate-*"))
