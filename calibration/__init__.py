@@ -7,7 +7,9 @@ faces. `migration`: a small Llama-like decoder with seeded random weights and li
 migration of a decoding request between two processes by token recomputation.
 `measure`: `python -m calibration.measure` measures all of them on a machine and writes
 the hardware profile `sim run --profile` reads (`calibration/profiles/` holds examples).
-`validate`: `python -m calibration.validate` compares the simulator with a real replay.
+`remote`: a remote object store on loopback, each simulated server paced to its rate,
+and a client that downloads checkpoints from it. `validate`: `python -m
+calibration.validate` compares the simulator with a real replay.
 """
 
 import importlib

@@ -1,0 +1,3 @@
+from calibration.remote.command import main
+
+raise SystemExit(main())
