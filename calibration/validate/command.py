@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 import traces
-from calibration.remote.store import running_store
+from calibration.remote.running import running_store
 from calibration.validate import devices
 from calibration.validate.compare import (
     PERCENTILES,

@@ -89,6 +89,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
     path = Path(spec.checkpoint)
     device = torch.device(spec.device)
     if spec.download is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fetched = download(
             spec.download["url"], spec.download["server"], spec.download["name"], path
         )

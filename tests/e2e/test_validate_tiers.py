@@ -5,13 +5,17 @@ the command (docs/calibration.md), never asserted here."""
 
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from calibration.checkpoint.format import BLOB_NAME
+from calibration.remote.running import running_store
 from calibration.validate import command
 from calibration.validate.loads import TIERS
-from calibration.validate.scenario import Scenario
+from calibration.validate.scenario import Layout, Scenario, write_checkpoints
+from calibration.validate.scheduler import instance_command, instance_spec
 from tests.validate_support import DERIVED
 
 MB = 10**6
@@ -75,3 +79,33 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
     # Nothing is left behind: the SSDs on --dir, the DRAM caches and the store on /dev/shm.
     assert not list(tmp_path.glob("thaw-validate-*"))
     assert set(Path("/dev/shm").glob("thaw-validate-*")) == shm_before
+
+
+def test_an_instance_downloads_from_the_store_then_loads_drops_the_ballast_and_serves(tmp_path):
+    layout = Layout(tmp_path / "disk", tmp_path / "shm")
+    sizes = write_checkpoints(TINY, layout)
+    assert not layout.ssd(1, "large").exists()  # on server 0's SSD and in the store only
+    (layout.dram / "dram1").mkdir(parents=True)
+    with running_store(layout.store, TINY.remote_rate) as url:
+        download = {"url": url, "server": 1, "name": "large"}
+        spec = instance_spec(
+            TINY, 1, "large", layout.ssd(1, "large"), layout.dram_copy(1, "large"), download
+        )
+        with subprocess.Popen(
+            instance_command(spec), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        ) as child:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(json.dumps({"admit": 1, "input": 8, "output": 3}) + "\n")
+            child.stdin.flush()
+            events = [json.loads(child.stdout.readline()) for _ in range(7)]
+            child.stdin.close()
+            assert child.wait(timeout=60) == 0
+    names = [event["event"] for event in events]
+    assert names == ["started", "downloaded", "loaded", "installed", "ready", "first", "done"]
+    assert events[1]["bytes"] > sizes["large"]  # the blob and its index
+    # Every byte, ballast included, on the server's SSD and in its DRAM cache.
+    stored = (layout.store / "large" / BLOB_NAME).read_bytes()
+    assert (layout.ssd(1, "large") / BLOB_NAME).read_bytes() == stored
+    assert (layout.dram_copy(1, "large") / BLOB_NAME).read_bytes() == stored
+    # The size asked for, and the alignment of each tensor to 4 KiB.
+    assert len(stored) == sizes["large"] and 0 <= len(stored) - 160 * MB < MB
