@@ -2,14 +2,18 @@
 
     python -m calibration.measure [--device cpu|cuda] [--dir PATH_ON_THE_DISK]
         [--size 2GiB] [--checkpoint SRC] [--runs N] [--quick] [--out profile.json]
+        [--remote-rate BYTES_PER_S]
 
 Runs, in order, with a line of progress for each figure: the storage (raw O_DIRECT read
 sweep, the real loader cold and warm, safetensors cold and warm, on a checkpoint written
-into `--dir`), host-to-device copies, an instance's start-up cost, decode and prefill of
-a reference model, and token migration to a second process. Then fits the cost models,
-checks that the figures are physically possible together, and writes the profile
-(sim/config/profile.py's schema) atomically. Its working files in `--dir` are removed at the
-end. `--quick` (under a minute on a 2-core VM) is for tests, not for published numbers.
+into `--dir`; then 1, 2 and 4 processes loading their own copies of a random checkpoint
+at once), host-to-device copies, an instance's start-up cost, decode and prefill of a
+reference model, token migration to a second process, and with `--remote-rate`
+downloads through the remote store paced to that rate (`calibration.remote`). Then fits
+the cost models, checks that the figures are physically possible together, and writes
+the profile (sim/config/profile.py's schema) atomically. Its working files in `--dir`
+are removed at the end. `--quick` (under a minute on a 2-core VM) is for tests, not for
+published numbers.
 """
 
 import argparse
@@ -30,12 +34,14 @@ from calibration.checkpoint.format import read_index
 from calibration.checkpoint.pagecache import PageCacheError
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
+from calibration.measure.disk_readers import READERS, measure_readers, write_copies
 from calibration.measure.inference_probe import measure_decode, measure_prefill, model_bytes
 from calibration.measure.linear_fit import Points
 from calibration.measure.machine_description import describe
 from calibration.measure.measurement import Measurement
 from calibration.measure.migration_probe import measure_migration
 from calibration.measure.plausibility import check
+from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settings
 from calibration.measure.startup_probe import (
     CONCURRENCY,
@@ -49,8 +55,10 @@ from calibration.measure.storage_probe import (
     prepare,
     require_a_disk,
 )
+from calibration.measure.synthetic import llama_shapes, random_bf16
 from calibration.measure.warmup_probe import measure_warmup
 from calibration.migration.model import Transformer, save_model
+from calibration.remote.command import rate
 from sim.config import profile
 from thaw_kernel.command_line import Parser, run
 from thaw_kernel.errors import InputError
@@ -58,7 +66,7 @@ from thaw_kernel.publish import write_file_atomically
 from thaw_kernel.units import parse_size
 
 PROG = "python -m calibration.measure"
-STEPS = 7
+STEPS = 7  # and one more with --remote-rate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen = settings(args.device, args.quick, args.size, args.runs)
         said = f"{args.description} Measured by `{PROG} {shlex.join(argv)}`".strip()
         try:
-            document = measure(args.device, args.dir, chosen, args.checkpoint, said)
+            document = measure(
+                args.device, args.dir, chosen, args.checkpoint, said, args.remote_rate
+            )
         except NotADisk as err:
             raise NotADisk(f"{err}: pass --dir on the disk to measure") from None
         except PageCacheError as err:
@@ -102,18 +112,26 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise InputError(f"--out {args.out}: {args.out.parent} is not writable")
 
 
-def measure(device: str, directory: Path, chosen: Settings, source: Path | None, said: str) -> dict:
+def measure(
+    device: str,
+    directory: Path,
+    chosen: Settings,
+    source: Path | None,
+    said: str,
+    remote_rate: float | None = None,
+) -> dict:
     """Run every measurement in a scratch directory under `directory`; the profile, whose
-    machine description begins with `said`."""
+    machine description begins with `said`. With `remote_rate` (bytes/s), downloads
+    through the remote store paced to it too, and the profile has a network."""
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="thaw-measure-", dir=directory))
     try:
         measurements, points, checkpoint_bytes, reference_bytes = _measure_all(
-            device, scratch, chosen, source
+            device, scratch, chosen, source, remote_rate
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    check(measurements, device)
+    check(measurements, device, remote_rate)
     derived, notes, fits = derive(
         measurements,
         points["decode"],
@@ -123,6 +141,8 @@ def measure(device: str, directory: Path, chosen: Settings, source: Path | None,
         cpus=os.cpu_count() or 1,
     )
     machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
+    if remote_rate is not None:
+        machine["settings"]["remote_rate_bytes_per_s"] = remote_rate
     # The loader against the device, as DESIGN's profile contract asks: raw is the best
     # configuration of a sweep, so this is a lower bound on the loader's efficiency.
     machine["loader_efficiency"] = (
@@ -140,21 +160,26 @@ def measure(device: str, directory: Path, chosen: Settings, source: Path | None,
 
 
 def _measure_all(
-    device: str, scratch: Path, chosen: Settings, source: Path | None
+    device: str, scratch: Path, chosen: Settings, source: Path | None, remote_rate: float | None
 ) -> tuple[dict[str, Measurement], dict[str, Points], int, int]:
     """Every measurement by name, the points the cost models are fitted on, the bytes of
     the storage checkpoint and of the reference model."""
     require_a_disk(scratch)
-    _step(1, "storage: writing the checkpoint to read")
+    steps = STEPS + (remote_rate is not None)
+    _step(1, steps, "storage: writing the checkpoint to read")
     files = prepare(scratch, chosen.checkpoint_bytes, source)
     payload = files.payload_bytes
     _say(f"{payload / 2**20:.0f} MiB of tensors in {files.checkpoint}")
     results = measure_storage(
         files, device, chosen.runs, list(chosen.raw_grid), chosen.sweep_rounds, _say
     )
-    _step(2, "host memory to device copies")
+    at_once = ", ".join(map(str, READERS))
+    _say(f"{at_once} readers at once: writing {max(READERS)} copies to read")
+    copies = write_copies(scratch, random_bf16(llama_shapes(chosen.reader_bytes)))
+    results |= measure_readers(copies, chosen.runs, _say)
+    _step(2, steps, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
-    _step(3, "instance start-up (a fresh process importing torch)")
+    _step(3, steps, "instance start-up (a fresh process importing torch)")
     results |= measure_startup(device, chosen.startup_runs)
     results |= measure_concurrent_startup(device, chosen.startup_rounds)
     _say(
@@ -162,17 +187,17 @@ def _measure_all(
         f"{results['instance_startup_cpu'].median:.2f} CPU-seconds; at once: "
         + ", ".join(f"{k}: {results[f'instance_startup_x{k}'].median:.2f} s" for k in CONCURRENCY)
     )
-    _step(4, "decode steps by batch size")
+    _step(4, steps, "decode steps by batch size")
     threads = CPU_INFERENCE_THREADS if device == "cpu" else None
     if threads:
         torch.set_num_threads(threads)
     model = Transformer.random(chosen.model, seed=0, device=device)
     decode_results, decode = measure_decode(model, chosen.decode_batches, chosen.decode_steps)
     _say(", ".join(f"batch {b:.0f}: {s * 1e3:.1f} ms" for b, s in decode.pairs()))
-    _step(5, "prefill (KV recompute) by prompt length")
+    _step(5, steps, "prefill (KV recompute) by prompt length")
     prefill_results, prefill = measure_prefill(model, chosen.prefill_lengths, chosen.prefill_runs)
     _say(", ".join(f"{n:.0f} tokens: {n / s:.0f}/s" for n, s in prefill.pairs()))
-    _step(6, "token migration to a second process")
+    _step(6, steps, "token migration to a second process")
     checkpoint = scratch / "reference-model"
     save_model(model, checkpoint)
     migration_results, migration = measure_migration(
@@ -186,12 +211,15 @@ def _measure_all(
     )
     _say(", ".join(f"{n:.0f} tokens: {s * 1e3:.0f} ms" for n, s in migration.pairs()))
     _say(f"one migration paused the request {migration_results['migration_pause'].median:.3f} s")
-    _step(7, "warm-up: building the model and its first pass, in a fresh process")
+    _step(7, steps, "warm-up: building the model and its first pass, in a fresh process")
     warmup = measure_warmup(
         checkpoint, chosen.model, device, chosen.prefill_lengths[0], threads, chosen.startup_runs
     )
     _say(f"warm-up: {warmup['instance_warmup'].median * 1e3:.0f} ms (median)")
     results |= decode_results | prefill_results | migration_results | warmup
+    if remote_rate is not None:
+        _step(8, steps, "remote store: downloads through its paced link")
+        results |= measure_remote(copies[0], scratch, remote_rate, chosen.remote_downloads, _say)
     points = {"decode": decode, "prefill": prefill, "migration": migration}
     return results, points, payload, model_bytes(model)
 
@@ -211,8 +239,8 @@ def _second_device(device: str) -> str:
     return "cuda:1" if torch.cuda.device_count() > 1 else "cuda:0"
 
 
-def _step(number: int, what: str) -> None:
-    _say(f"[{number}/{STEPS}] {what}")
+def _step(number: int, steps: int, what: str) -> None:
+    _say(f"[{number}/{steps}] {what}")
 
 
 def _say(line: str) -> None:
@@ -260,6 +288,13 @@ def _parser() -> Parser:
         "--quick: 6 rounds, 2 start-ups)",
     )
     parser.add_argument("--quick", action="store_true", help="a fast pass for tests (< 1 min)")
+    parser.add_argument(
+        "--remote-rate",
+        type=rate,
+        help="also measure downloads through the remote store paced to this rate per "
+        "server (bytes/s, or e.g. 160MB/s), for the profile's network_bytes_per_s "
+        "(default: no network in the profile)",
+    )
     parser.add_argument("--out", type=Path, default=Path("profile.json"))
     parser.add_argument("--description", default="", help="what the machine is, in words")
     return parser

@@ -25,10 +25,22 @@ well as that model can (sim/config/profile.py documents the fields):
 - `migration_per_token_s`: the slope of a free line through the rounds, for the record
   (the simulator derives its own from the network and the rate).
 
-The remote store's network is not measured (one box has none to measure), so the
-profile leaves the cluster's own figure in place. What the numbers could not say
-honestly (a fit that noise bent below zero, recompute no faster than decode) goes into
-the notes, not under the rug.
+- `host_disk_bytes_per_s`: the one disk that a host's concurrent loads share, from
+  1, 2 and 4 processes loading their own cold copies at once
+  (`calibration.measure.disk_readers`). The simulator shares it as a fluid link: k
+  readers, each capped at the one-reader rate R1, get `min(k * R1, C)` together. Each
+  measured aggregate is thus at most C, and noise only slows a round, so C is the larger
+  of the 2- and 4-reader medians (1 reader is R1's, not C's); the notes give the whole
+  curve, and say where 4 readers got less than 2 (a disk that loses throughput to
+  contention, which one C overstates) or clearly more (2 did not saturate it; 4 may not
+  either, and C is then a lower bound);
+- `network_bytes_per_s`, only with `--remote-rate`: the goodput of the real client's
+  downloads through the loopback store paced to that rate per server
+  (`calibration.measure.remote_probe`). One box has no network of its own to measure;
+  without the option the profile has no network, and the cluster keeps its own figure.
+
+What the numbers could not say honestly (a fit that noise bent below zero, recompute no
+faster than decode) goes into the notes, not under the rug.
 """
 
 from calibration.measure.host_cores import fit_host_cores
@@ -108,6 +120,9 @@ def derive(
         for name, m in measurements.items()
         if name.startswith("instance_startup_x")
     }
+    derived |= _host_disk(measurements, notes)
+    if "remote_download" in measurements:
+        derived["network_bytes_per_s"] = measurements["remote_download"].median
     derived["startup_cpu_s"] = cpu
     derived["host_cores"] = fit_host_cores(alone, cpu, at_once, cpus)
     derived["warmup_s"] = measurements["instance_warmup"].median
@@ -127,3 +142,31 @@ def _at_least_zero(value: float, name: str, notes: list[str]) -> float:
         return value
     notes.append(f"{name}: the fit gave {value:.3g} s (noise); recorded as 0")
     return 0.0
+
+
+def _host_disk(measurements: dict[str, Measurement], notes: list[str]) -> dict[str, float]:
+    """`host_disk_bytes_per_s` from the concurrent readers (the module's docstring says
+    how), with the curve in the notes; nothing where they were not measured."""
+    medians = {
+        k: measurements[f"disk_readers_{k}"].median
+        for k in (1, 2, 4)
+        if f"disk_readers_{k}" in measurements
+    }
+    if 2 not in medians or 4 not in medians:
+        return {}
+    curve = ", ".join(f"{k}: {rate / 1e9:.2f}" for k, rate in sorted(medians.items()))
+    notes.append(
+        f"host_disk_bytes_per_s is the larger of the 2- and 4-reader aggregates; readers at "
+        f"once, aggregate GB/s (medians): {curve}"
+    )
+    if medians[4] < 0.9 * medians[2]:
+        notes.append(
+            "4 readers at once got less than 2: the disk loses throughput to contention, "
+            "and one shared capacity overstates what 4 loads get"
+        )
+    elif medians[4] > 1.1 * medians[2]:
+        notes.append(
+            "4 readers at once got more than 2: 2 did not saturate the disk, and 4 may not "
+            "have: host_disk_bytes_per_s is a lower bound"
+        )
+    return {"host_disk_bytes_per_s": max(medians[2], medians[4])}

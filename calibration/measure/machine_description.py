@@ -37,6 +37,7 @@ def describe(
         "cpus": len(os.sched_getaffinity(0)),
         "settings": {
             "checkpoint_bytes": checkpoint_bytes,
+            "reader_bytes": chosen.reader_bytes,
             "runs": chosen.runs,
             "inference_threads": CPU_INFERENCE_THREADS if device == "cpu" else "default",
             "reference_model": {

@@ -26,14 +26,22 @@ from thaw_kernel.errors import InputError
 # raw read in twelve `--quick` runs on the project's 2-core VM, six of them beside a
 # bursty O_DIRECT reader of the same disk (`python -m calibration.measure --quick`).
 CACHE_SUSPECT = 1.15
+READERS_PREFIX = "disk_readers_"
 
 
 class ImpossibleProfile(InputError):
     """The measurements contradict each other; no profile is written."""
 
 
-def check(measurements: dict[str, Measurement], device: str) -> None:
-    """Raise `ImpossibleProfile` naming the first figure the device cannot have produced."""
+def check(
+    measurements: dict[str, Measurement], device: str, remote_rate: float | None = None
+) -> None:
+    """Raise `ImpossibleProfile` naming the first figure the device cannot have produced.
+
+    Concurrent readers (`disk_readers_{k}`): k processes each loading like the loader,
+    so their aggregate cannot pass k times the fastest raw read (for one reader, the
+    loader's own bound). Downloads through the store (`remote_download`, with
+    `remote_rate`) cannot pass the rate the store paces them to."""
     raw = max(
         _fastest(measurement)
         for name, measurement in measurements.items()
@@ -46,6 +54,23 @@ def check(measurements: dict[str, Measurement], device: str) -> None:
             f"read of the same file ({raw / 1e9:.2f} GB/s at best): a cache answered, not "
             "the disk"
         )
+    for name, measurement in sorted(measurements.items()):
+        if not name.startswith(READERS_PREFIX):
+            continue
+        readers = int(name.removeprefix(READERS_PREFIX))
+        if measurement.median > CACHE_SUSPECT * readers * raw:
+            raise ImpossibleProfile(
+                f"{name}: {measurement.median / 1e9:.2f} GB/s (median) from {readers} "
+                f"reader(s) is faster than {readers} x the best raw O_DIRECT read "
+                f"({raw / 1e9:.2f} GB/s): a cache answered, not the disk"
+            )
+    if remote_rate is not None:
+        goodput = measurements["remote_download"].median
+        if goodput > CACHE_SUSPECT * remote_rate:
+            raise ImpossibleProfile(
+                f"remote_download: {goodput / 1e6:.0f} MB/s (median) is faster than the "
+                f"store's pacing ({remote_rate / 1e6:.0f} MB/s): the store did not pace"
+            )
     if device == "cpu":
         memory = _fastest(measurements["dram_to_device_pageable_one_copy"])
         raw_median = measurements["raw_cold"].median

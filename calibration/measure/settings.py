@@ -17,6 +17,10 @@ import torch
 from calibration.migration.model import ModelConfig
 
 MiB = 2**20
+# Each of the four concurrent readers' copies, at most: four copies and four buffers of
+# it take 2 GiB of disk and of memory, and a round of four reads 2 GiB, a second or two
+# on a disk of 1-2 GB/s, long beside a process's start of reading.
+READER_BYTES = 512 * MiB
 # On a CPU device, inference runs on one thread, as each worker of a CPU replay does
 # (`calibration.validate`): torch's multi-threaded kernels stalled by tens of ms whenever
 # another process held a core of this 2-core VM, which measured the neighbours.
@@ -50,6 +54,8 @@ GPU_MODEL = ModelConfig(
 class Settings:
     checkpoint_bytes: int
     runs: int  # interleaved rounds of the storage figures; repetitions of each copy
+    reader_bytes: int  # each concurrent reader's copy (`disk_readers`), also downloaded
+    remote_downloads: int  # downloads through the remote store, with --remote-rate
     startup_runs: int  # start-ups timed (a process each, the dearest repetition)
     startup_rounds: int  # rounds of start-ups at once, per concurrency level
     raw_grid: tuple[tuple[int, int], ...]  # (request bytes, threads) of the raw sweep
@@ -71,6 +77,8 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
         base = Settings(
             checkpoint_bytes=64 * MiB,
             runs=6,
+            reader_bytes=64 * MiB,
+            remote_downloads=3,
             startup_runs=2,
             startup_rounds=1,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
@@ -89,6 +97,8 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
         base = Settings(
             checkpoint_bytes=2048 * MiB,
             runs=5,
+            reader_bytes=READER_BYTES,
+            remote_downloads=3,
             startup_runs=5,
             startup_rounds=3,
             raw_grid=tuple(
@@ -107,6 +117,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
     return replace(
         base,
         checkpoint_bytes=size or base.checkpoint_bytes,
+        reader_bytes=min(size or base.reader_bytes, READER_BYTES),
         runs=runs or base.runs,
         startup_runs=runs or base.startup_runs,
     )

@@ -1,10 +1,11 @@
 """`download`: a checkpoint directory from the store onto this machine's disk.
 
 The index first (one GET), then the blob in ranged GETs of `RANGE_BYTES` over one
-keep-alive connection, each range read straight into a page-aligned buffer and written
-with O_DIRECT (no page-cache copy: a download must not leave gigabytes of dirty pages
-for a later load to find warm, nor a burst of write-back at the fsync). Two buffers
-take turns, so the disk writes one range while the next arrives. The blob and the index
+keep-alive connection, each range read straight into page-aligned buffers
+(`calibration.checkpoint.buffers`) and written with O_DIRECT (no page-cache copy: a
+download must not leave gigabytes of dirty pages for a later load to find warm, nor a
+burst of write-back at the fsync). A ring of buffers of `PIECE_BYTES` takes turns, so
+the disk writes one piece while the next arrives. The blob and the index
 go into a hidden staging directory beside `dest`, which is synced, evicted from the page
 cache and renamed into place (`thaw_kernel.publish`): `dest` is either the whole
 checkpoint or absent, never a part of one.
@@ -38,6 +39,10 @@ from thaw_kernel.publish import staged_directory
 from thaw_kernel.user_files import parse_json
 
 RANGE_BYTES = 64 * 2**20  # per GET: a request's overhead is noise beside 64 MiB
+# Each range is written in pieces as it arrives, so that only the last piece's write
+# follows the network; a ring of four keeps a slow write from stalling the reads.
+PIECE_BYTES = 8 * 2**20
+RING = 4
 TIMEOUT_S = 60.0  # of one socket operation: a store that stalls this long has failed
 _CONTENT_RANGE = re.compile(r"bytes ([0-9]+)-([0-9]+)/([0-9]+)")
 
@@ -139,25 +144,35 @@ def _get_blob(
     index: Index,
     range_bytes: int,
 ) -> None:
-    """The blob's ranges, each read into one of two aligned buffers while the other is
-    written; the file is cut to `total_bytes` (O_DIRECT writes whole blocks)."""
+    """The blob's ranges, read piece by piece into a ring of aligned buffers, each piece
+    written while the next arrives; the file is then cut to `total_bytes` (O_DIRECT
+    writes whole blocks) and synced."""
     total, url = index.total_bytes, base + path
-    size = min(range_bytes, round_up(max(total, 1), BLOCK))
-    buffers = [memoryview(host_buffer(size).numpy()) for _ in range(2)]
+    piece = min(PIECE_BYTES, range_bytes, round_up(max(total, 1), BLOCK))
+    # Not pre-faulted: the faults fall in the wait for the network, not before it.
+    ring = [memoryview(host_buffer(piece, prefault=False).numpy()) for _ in range(RING)]
+    writes: list[Future | None] = [None] * RING
     fd = _open_for_writing(blob)
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="thaw-download") as writer:
-            pending: Future | None = None
-            for number, start in enumerate(range(0, total, size)):
-                length = min(size, total - start)
-                view = buffers[number % 2]
-                _get_range(connection, base, path, start, length, total, view[:length])
-                view[length : round_up(length, BLOCK)] = bytes(round_up(length, BLOCK) - length)
-                if pending is not None:
-                    pending.result()
-                pending = writer.submit(_write, fd, view[: round_up(length, BLOCK)], start)
-            if pending is not None:
-                pending.result()
+            count = 0
+            for start in range(0, total, range_bytes):
+                length = min(range_bytes, total - start)
+                response = _open_range(connection, base, path, start, length, total)
+                for offset in range(start, start + length, piece):
+                    size = min(piece, start + length - offset)
+                    slot = count % RING
+                    if writes[slot] is not None:
+                        writes[slot].result()  # its buffer is free again
+                    view = ring[slot]
+                    _read_into(response, url, view[:size], offset)
+                    padded = round_up(size, BLOCK)
+                    view[size:padded] = bytes(padded - size)
+                    writes[slot] = writer.submit(_write, fd, view[:padded], offset)
+                    count += 1
+            for write in writes:
+                if write is not None:
+                    write.result()
         os.ftruncate(fd, total)
         os.fsync(fd)
     except OSError as err:
@@ -166,16 +181,16 @@ def _get_blob(
         os.close(fd)
 
 
-def _get_range(
+def _open_range(
     connection: http.client.HTTPConnection,
     base: str,
     path: str,
     start: int,
     length: int,
     total: int,
-    view: memoryview,
-) -> None:
-    """Read bytes `start` .. `start + length` of a file of `total` bytes into `view`."""
+) -> http.client.HTTPResponse:
+    """The response to a GET of bytes `start` .. `start + length` of a file of `total`
+    bytes, its status and sizes checked."""
     url = base + path
     last = start + length - 1
     response = _request(connection, base, path, {"Range": f"bytes={start}-{last}"})
@@ -194,11 +209,16 @@ def _get_range(
             )
     if _length(response, url) != length:
         raise DownloadError(f"{url}: bytes {start}-{last}: Content-Length is not {length}")
+    return response
+
+
+def _read_into(response: http.client.HTTPResponse, url: str, view: memoryview, offset: int) -> None:
+    """Fill `view` from the response body (the file's bytes from `offset`)."""
     done = 0
-    while done < length:
+    while done < len(view):
         got = _guarded(url, lambda done=done: response.readinto(view[done:]))
         if not got:
-            raise DownloadError(f"{url}: bytes {start}-{last}: short: {done} of {length}")
+            raise DownloadError(f"{url}: short: the body ended at byte {offset + done} of the file")
         done += got
 
 

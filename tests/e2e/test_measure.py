@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from checkpoint_support import llama_like
 from refusal import refused
 from safetensors.torch import save_file
 
@@ -23,14 +24,18 @@ from calibration.checkpoint.reader import load
 from calibration.measure.command import main as measure_main
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
+from calibration.measure.disk_readers import READERS, measure_readers, write_copies
 from calibration.measure.host_cores import fit_host_cores
 from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile, check
+from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import settings
 from calibration.measure.storage_probe import measure_storage, prepare
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
+READER_FIGURES = tuple(f"disk_readers_{k}" for k in READERS)
+REMOTE_RATE = 200e6  # the quick run's --remote-rate: 64 MiB take a third of a second
 WARM = ("loader_warm", "safetensors_warm")
 
 
@@ -48,9 +53,9 @@ def quick_profile(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("measure")
     out = directory / "p.json"
     result = measure("--device", "cpu", "--quick", "--dir", str(directory), "--out", str(out),
-                     cwd=directory)  # fmt: skip
+                     "--remote-rate", "200MB/s", cwd=directory)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "[7/7]" in result.stderr  # the progress display
+    assert "[8/8]" in result.stderr  # the progress display, with the remote store's step
     assert sorted(p.name for p in directory.iterdir()) == ["p.json"]  # scratch removed
     return out
 
@@ -61,6 +66,12 @@ def test_every_raw_measurement_keeps_its_spread_and_cache_exposure(quick_profile
     for name in (*COLD, *WARM, "instance_startup", "decode_step_batch_1", "migration_pause"):
         record = measurements[name]
         assert record["min"] <= record["median"] <= record["max"] and record["n"] >= 1
+    for name in (*READER_FIGURES, "raw_cold_beside_readers", "remote_download"):
+        record = measurements[name]
+        assert record["min"] <= record["median"] <= record["max"] and record["unit"] == "bytes/s"
+        assert record["page_cache_possible"] is False
+    assert measurements["disk_readers_4"]["n"] == measurements["raw_cold"]["n"]  # --runs
+    assert measurements["remote_download"]["n"] == 3
     assert all(measurements[name]["page_cache_possible"] is False for name in COLD)
     assert all(measurements[name]["page_cache_possible"] is True for name in WARM)
     assert "dram_to_device_pageable_one_copy" in measurements
@@ -82,6 +93,13 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     fitted = fit_host_cores(derived["instance_startup_s"], cpu, at_once, os.cpu_count() or 1)
     assert derived["host_cores"] == fitted >= 1
     assert derived["warmup_s"] == measurements["instance_warmup"]["median"] >= 0
+    assert derived["host_disk_bytes_per_s"] == max(
+        measurements[f"disk_readers_{k}"]["median"] for k in (2, 4)
+    )
+    assert derived["network_bytes_per_s"] == measurements["remote_download"]["median"]
+    assert derived["network_bytes_per_s"] <= REMOTE_RATE * 1.15  # the store paced it
+    assert document["machine"]["settings"]["remote_rate_bytes_per_s"] == REMOTE_RATE
+    assert any("2- and 4-reader" in note for note in document["machine"]["notes"])
     assert derived["decode_step_s"] == pytest.approx(measurements["decode_step_batch_1"]["median"])
     efficiency = measurements["loader_cold"]["median"] / measurements["raw_cold"]["median"]
     assert document["machine"]["loader_efficiency"] == efficiency
@@ -105,6 +123,7 @@ def test_the_simulator_runs_on_the_measured_profile(quick_profile, tmp_path):
     resolved = tomllib.loads((run / "config.toml").read_text())
     derived = json.loads(quick_profile.read_text())["derived"]
     assert resolved["servers"][0]["ssd_read"] == derived["ssd_read_bytes_per_s"]
+    assert resolved["servers"][0]["network"] == derived["network_bytes_per_s"]
     assert resolved["instance_startup_s"] == derived["instance_startup_s"]
     assert resolved["servers"][0]["host_cores"] == derived["host_cores"]
     assert all(model["engine"] == "measured" for model in resolved["models"].values())
@@ -132,6 +151,8 @@ def test_a_directory_in_memory_is_refused_and_nothing_is_written(tmp_path):
         (["--out", "no-such-dir/p.json"], "--out no-such-dir/p.json"),
         (["--size", "lots"], "lots"),
         (["--out", "."], "is a directory"),
+        (["--remote-rate", "fast"], "--remote-rate: 'fast'"),
+        (["--remote-rate", "0"], "is not a rate"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, message):
@@ -320,3 +341,65 @@ def test_tied_weights_in_a_state_dict_are_measured_as_two_tensors(tmp_path):
     loaded = load(prepare(scratch, 0, source).checkpoint)
     assert torch.equal(loaded["lm_head.weight"], embedding)
     assert torch.equal(loaded["model.embed_tokens.weight"], embedding)
+
+
+def readers(one: float, two: float, four: float) -> dict[str, Measurement]:
+    return figures(disk_readers_1=one, disk_readers_2=two, disk_readers_4=four)
+
+
+def derive_with(extra: dict[str, Measurement]) -> tuple[dict[str, float], list[str], dict]:
+    return derive(storage_and_startup() | extra, FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
+
+
+def test_the_host_disk_is_the_larger_of_the_2_and_4_reader_aggregates():
+    derived, notes, _ = derive_with(readers(1.0e9, 1.6e9, 1.5e9))
+    assert derived["host_disk_bytes_per_s"] == 1.6e9
+    assert any("1: 1.00, 2: 1.60, 4: 1.50" in note for note in notes)
+    assert not any("got less than 2" in note or "lower bound" in note for note in notes)
+    _, notes, _ = derive_with(readers(1.0e9, 1.6e9, 1.2e9))  # contention loses throughput
+    assert any("4 readers at once got less than 2" in note for note in notes)
+    derived, notes, _ = derive_with(readers(1.0e9, 1.6e9, 2.4e9))  # 2 did not saturate it
+    assert derived["host_disk_bytes_per_s"] == 2.4e9
+    assert any("lower bound" in note for note in notes)
+    derived, _, _ = derive_with({})
+    assert "host_disk_bytes_per_s" not in derived
+    assert "network_bytes_per_s" not in derived  # no --remote-rate, no network
+
+
+def test_the_network_is_the_downloads_goodput():
+    remote = {"remote_download": Measurement((90e6, 95e6, 99e6), "bytes/s", False)}
+    derived, _, _ = derive_with(remote)
+    assert derived["network_bytes_per_s"] == 95e6
+
+
+def test_readers_faster_than_the_raw_device_and_downloads_faster_than_the_store_are_refused():
+    disk = figures(raw_cold=1e9, loader_cold=1e9, dram_to_device_pageable_one_copy=8e9)
+    check(disk | readers(1.0e9, 1.9e9, 3.0e9), "cpu")  # 4 readers: up to 4 x raw
+    with pytest.raises(ImpossibleProfile, match=r"disk_readers_1: .*a cache answered"):
+        check(disk | readers(1.5e9, 1.9e9, 2.0e9), "cpu")
+    with pytest.raises(ImpossibleProfile, match=r"disk_readers_2: "):
+        check(disk | readers(1.0e9, 2.5e9, 2.0e9), "cpu")
+    remote = {"remote_download": Measurement((99e6,), "bytes/s", False)}
+    check(disk | remote, "cpu", remote_rate=100e6)
+    with pytest.raises(ImpossibleProfile, match="the store did not pace"):
+        check(disk | remote, "cpu", remote_rate=50e6)
+
+
+def test_concurrent_readers_load_their_own_cold_copies(tmp_path):
+    copies = write_copies(tmp_path, llama_like(layers=4, hidden=256, vocab=1000))  # 4.7 MB
+    assert len(copies) == max(READERS) and len({c.name for c in copies}) == len(copies)
+    blobs = [(copy / "tensors.bin").read_bytes() for copy in copies]
+    assert all(blob == blobs[0] for blob in blobs)
+    del blobs
+    figures = measure_readers(copies, 2, lambda _: None)
+    assert set(figures) == {*READER_FIGURES, "raw_cold_beside_readers"}
+    assert all(min(m.samples) > 0 and len(m.samples) == 2 for m in figures.values())
+
+
+def test_a_remote_download_is_paced_and_lands_on_disk(tmp_path):
+    checkpoint = write_copies(tmp_path, llama_like(layers=4, hidden=256, vocab=1000), 1)[0]
+    rate = 10e6  # 4.7 MB in about half a second
+    figures = measure_remote(checkpoint, tmp_path, rate, 2, lambda _: None)
+    goodput = figures["remote_download"]
+    assert len(goodput.samples) == 2 and max(goodput.samples) <= rate * 1.05
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reader-0"]  # each copy removed

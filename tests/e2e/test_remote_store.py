@@ -152,6 +152,7 @@ def test_a_pacer_books_slots_one_after_another_and_servers_do_not_share():
     assert one.reserve(10.0, 500) == 10.5
     assert one.reserve(10.0, 500) == 11.0  # the second response waits its turn
     assert other.reserve(10.0, 500) == 10.5  # another server's link is free
+    assert one.reserve(11.005, 1000) == 12.0  # the sender's turnaround is not idle time
     assert one.reserve(20.0, 1000) == 21.0  # a slot nobody used is not saved up
     assert MiB <= CHUNK_BYTES
 

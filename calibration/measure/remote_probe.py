@@ -1,0 +1,46 @@
+"""The remote store's link, as a download sees it: only with `--remote-rate`.
+
+One machine has no network between a store and a server to measure. What it can
+measure is what a replay's cold start from the remote tier will get: the store
+(`calibration.remote`) paced to the given rate per server, and the real client
+downloading a checkpoint through it into an O_DIRECT file on the disk being measured,
+synced and renamed into place. The goodput (bytes received over the time to the
+checkpoint in place) is at most the rate; what it falls short by is the client's and
+the disk's share (a request's round trip, the last range's write, the fsync).
+
+The store serves a copy held in the page cache (read into it before each download),
+as a remote store's own disk is not this host's: its reads must not take this disk's
+time from the download's writes. Each download replaces the last, one at a time, on
+simulated server 0.
+"""
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from calibration.checkpoint.format import BLOB_NAME
+from calibration.checkpoint.pagecache import make_warm
+from calibration.measure.measurement import Measurement
+from calibration.remote.client import download
+from calibration.remote.running import running_store
+
+
+def measure_remote(
+    checkpoint: Path, scratch: Path, rate: float, runs: int, progress: Callable[[str], None]
+) -> dict[str, Measurement]:
+    """`remote_download`: `runs` downloads of `checkpoint` through the store at `rate`
+    bytes/s into `scratch`, each one's goodput in bytes/s."""
+    destination = scratch / "downloaded"
+    samples = []
+    with running_store(checkpoint.parent, rate) as url:
+        for _ in range(runs):
+            make_warm(str(checkpoint / BLOB_NAME))
+            done = download(url, 0, checkpoint.name, destination)
+            samples.append(done.bytes_per_s)
+            shutil.rmtree(destination)
+    result = Measurement(tuple(samples), "bytes/s", False)
+    progress(
+        f"remote downloads at {rate / 1e6:.0f} MB/s a server: "
+        f"{result.median / 1e6:.0f} MB/s goodput (median of {runs})"
+    )
+    return {"remote_download": result}
