@@ -140,14 +140,17 @@ def _workspace(disk: Path) -> Iterator[Layout]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _measure(work: Path, device: str, remote_rate: float) -> Path:
-    """Run `calibration.measure` (quick, on the replay's kind of device; with the remote
-    store's rate where the scenario has one) into the work directory."""
+def _measure(work: Path, device: str, scenario: Scenario) -> Path:
+    """Run `calibration.measure` (quick, on the replay's kind of device; on checkpoints
+    of the scenario's probe size, and with the remote store's rate, where it has them)
+    into the work directory."""
     out = work / "profile.json"
     command = [sys.executable, "-m", "calibration.measure", "--device", device, "--quick"]
     command += ["--dir", str(work), "--out", str(out)]
-    if remote_rate:
-        command += ["--remote-rate", str(remote_rate)]
+    if scenario.probe_bytes:
+        command += ["--size", str(scenario.probe_bytes)]
+    if scenario.remote:
+        command += ["--remote-rate", str(scenario.remote_rate)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -291,7 +294,7 @@ def run(args: argparse.Namespace) -> dict:
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
     with _workspace(args.dir) as layout:
         device = devices.kind(scenario.servers)
-        profile = args.profile or _measure(layout.work, device, scenario.remote_rate)
+        profile = args.profile or _measure(layout.work, device, scenario)
         _, digest = read_profile(profile)
         sizes = write_checkpoints(scenario, layout)
         write_cluster(scenario, layout, sizes)

@@ -84,6 +84,9 @@ class Scenario:
     ssd_copies: int = 0
     ssd_bytes: int = 0  # each SSD's capacity; 0 for all the checkpoints
     remote_rate: float = 0.0  # each server's bytes/s from the remote store; 0: none
+    # The checkpoint `calibration.measure` times the disk on (its `--size`); 0 for its
+    # quick default. Loads of gigabytes run at the disk's steady rate, not a small file's.
+    probe_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.gpus != 1:  # the books, the view's load estimates and the replay assume it
@@ -113,6 +116,7 @@ TIERS = dict(
     ssd_copies=1,
     ssd_bytes=18 * GB // 5,
     remote_rate=300e6,
+    probe_bytes=GB,
     dram_bytes=11 * GB // 5,
     keep_alive_s=1.0,
     tokens="lognormal:16,0.5,8,0.5",
