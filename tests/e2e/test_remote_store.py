@@ -101,7 +101,8 @@ def test_a_blob_of_partial_blocks_downloads_whole(store, root, tmp_path):
     assert read_index(done.dest).total_bytes % 4096 != 0
     assert (done.dest / BLOB_NAME).read_bytes() == (root / "big" / BLOB_NAME).read_bytes()
     assert torch.equal(load(done.dest)["w"], torch.arange(MiB, dtype=torch.int32))
-    again = download(store, 1, "big", tmp_path / "big")  # replaces its own earlier copy
+    again = download(store + "/", 1, "big", tmp_path / "big")  # replaces its earlier copy
+    assert again.url == f"{store}/s1/big"
     assert load(again.dest)["b"].tolist() == [1] * 5
 
 
