@@ -33,7 +33,8 @@ well as that model can (sim/config/profile.py documents the fields):
   of the 2- and 4-reader medians (1 reader is R1's, not C's); the notes give the whole
   curve, and say where 4 readers got less than 2 (a disk that loses throughput to
   contention, which one C overstates) or clearly more (2 did not saturate it; 4 may not
-  either, and C is then a lower bound);
+  either, and C is then a lower bound), and where one reader in a process of its own
+  read at a rate a quarter off the loader's cold one, which the same load should match;
 - `network_bytes_per_s`, only with `--remote-rate`: the goodput of the real client's
   downloads through the loopback store paced to that rate per server
   (`calibration.measure.remote_probe`). One box has no network of its own to measure;
@@ -154,6 +155,15 @@ def _host_disk(measurements: dict[str, Measurement], notes: list[str]) -> dict[s
     }
     if 2 not in medians or 4 not in medians:
         return {}
+    alone, loader = medians.get(1), measurements["loader_cold"].median
+    if alone is not None and not 0.8 <= alone / loader <= 1.25:
+        notes.append(
+            f"one reader in a process of its own read {alone / 1e9:.2f} GB/s (disk_readers_1), "
+            f"the loader in the measuring process {loader / 1e9:.2f} (loader_cold, which "
+            "ssd_read_bytes_per_s is): the same loads disagree, so the disk's figures are "
+            "less sure than their spreads say (on a virtual machine, the guest pages "
+            "behind the buffer read into can do this)"
+        )
     curve = ", ".join(f"{k}: {rate / 1e9:.2f}" for k, rate in sorted(medians.items()))
     notes.append(
         f"host_disk_bytes_per_s is the larger of the 2- and 4-reader aggregates; readers at "

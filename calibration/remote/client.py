@@ -83,6 +83,7 @@ def download(
     if range_bytes < BLOCK or range_bytes % BLOCK:
         raise InputError(f"range_bytes: expected a positive multiple of {BLOCK}")
     host, port, prefix = _split(base_url, server, name)
+    base_url = base_url.rstrip("/")  # errors name the URL as requested
     check_destination(dest)
     started = time.perf_counter()
     connection = http.client.HTTPConnection(host, port, timeout=timeout_s)

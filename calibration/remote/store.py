@@ -10,11 +10,12 @@ Pacing: the body goes out in chunks of `CHUNK_BYTES`, and before each chunk is f
 the response waits for its turn on K's `Pacer`, which hands out back-to-back slots of
 `chunk / rate` seconds in order of asking. Responses under one K take turns chunk by
 chunk, so each gets an equal share of the rate, and a response alone gets all of it;
-a slot nobody asked for is lost, as link time is (a gap under `TURNAROUND_S` is the
-sender's own, and is not). A chunk is sent when its slot ends, and slots never
-overlap, so B bytes never arrive in under B / rate seconds. Chunks of a MiB keep the event loop's
-work per byte small (the 64 KiB default costs a wake-up per 64 KiB) while a slot stays
-short beside any download worth timing (6 ms at 160 MB/s).
+a slot nobody asked for is lost, as link time is (a gap under `TURNAROUND_S` between a
+response's own chunks is its turnaround, and is not). A chunk is sent when its slot
+ends, and a response's slots begin no earlier than it asked, so its B bytes never
+arrive in under B / rate seconds. Chunks of a MiB keep the event loop's work per byte
+small (the 64 KiB default costs a wake-up per 64 KiB) while a slot stays short beside
+any download worth timing (6 ms at 160 MB/s).
 
 No ETag: the base class would hash the file's first 64 MiB for one, on the event loop,
 and cache it for the life of the process.
@@ -33,8 +34,8 @@ from thaw_kernel import bounds
 
 HOST = "127.0.0.1"  # loopback only: the store is a stand-in, never a service
 CHUNK_BYTES = 2**20
-# A chunk asked for this soon after the link fell free follows on at once: the gap is
-# the sender's own turnaround (flushing the last chunk into the socket, reading the
+# A response's chunk asked for this soon after its own last slot ended follows on at
+# once: the gap is the sender's own turnaround (flushing the last chunk into the socket, reading the
 # next from the file: about 2 ms a MiB here), not a pause of the flow, and counting it
 # as idle link time cost a backlogged download a quarter of its rate at 160 MB/s.
 TURNAROUND_S = 0.01
@@ -48,17 +49,19 @@ class Pacer:
     def __init__(self, rate: float) -> None:
         self.rate = rate
         self._free = 0.0  # when the link is next free, on the event loop's clock
+        self._last: object = None  # whose slot that was
 
-    def reserve(self, now: float, nbytes: int) -> float:
-        """Book the next slot for `nbytes` asked for at `now`; when that slot ends."""
-        turnaround = self._free <= now <= self._free + TURNAROUND_S
+    def reserve(self, now: float, nbytes: int, owner: object) -> float:
+        """Book the next slot for `owner`'s `nbytes`, asked for at `now`; when it ends."""
+        turnaround = owner is self._last and self._free <= now <= self._free + TURNAROUND_S
         self._free = (self._free if turnaround else max(now, self._free)) + nbytes / self.rate
+        self._last = owner
         return self._free
 
-    async def take(self, nbytes: int) -> None:
+    async def take(self, nbytes: int, owner: object) -> None:
         """Wait until a slot for `nbytes` has passed (the chunk then goes out)."""
         now = asyncio.get_running_loop().time()
-        await asyncio.sleep(self.reserve(now, nbytes) - now)
+        await asyncio.sleep(self.reserve(now, nbytes, owner) - now)
 
 
 class PacedFileHandler(StaticFileHandler):
@@ -101,7 +104,7 @@ class PacedFileHandler(StaticFileHandler):
         return asyncio.ensure_future(self._paced_flush(self.pacer, pending))
 
     async def _paced_flush(self, pacer: Pacer, pending: int) -> None:
-        await pacer.take(pending)
+        await pacer.take(pending, self)
         await super().flush()
 
     @classmethod

@@ -356,6 +356,9 @@ def test_the_host_disk_is_the_larger_of_the_2_and_4_reader_aggregates():
     assert derived["host_disk_bytes_per_s"] == 1.6e9
     assert any("1: 1.00, 2: 1.60, 4: 1.50" in note for note in notes)
     assert not any("got less than 2" in note or "lower bound" in note for note in notes)
+    assert not any("disagree" in note for note in notes)  # one reader, as the loader read
+    _, notes, _ = derive_with(readers(2.0e9, 2.1e9, 2.1e9))  # the loader read 1.0 GB/s
+    assert any("disagree" in note for note in notes)
     _, notes, _ = derive_with(readers(1.0e9, 1.6e9, 1.2e9))  # contention loses throughput
     assert any("4 readers at once got less than 2" in note for note in notes)
     derived, notes, _ = derive_with(readers(1.0e9, 1.6e9, 2.4e9))  # 2 did not saturate it

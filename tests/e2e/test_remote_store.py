@@ -101,7 +101,8 @@ def test_a_blob_of_partial_blocks_downloads_whole(store, root, tmp_path):
     assert read_index(done.dest).total_bytes % 4096 != 0
     assert (done.dest / BLOB_NAME).read_bytes() == (root / "big" / BLOB_NAME).read_bytes()
     assert torch.equal(load(done.dest)["w"], torch.arange(MiB, dtype=torch.int32))
-    again = download(store, 1, "big", tmp_path / "big")  # replaces its own earlier copy
+    again = download(store + "/", 1, "big", tmp_path / "big")  # replaces its earlier copy
+    assert again.url == f"{store}/s1/big"
     assert load(again.dest)["b"].tolist() == [1] * 5
 
 
@@ -149,11 +150,12 @@ def test_servers_are_paced_each_on_its_own(store, tmp_path):
 def test_a_pacer_books_slots_one_after_another_and_servers_do_not_share():
     rate = 1000.0
     one, other = Pacer(rate), Pacer(rate)
-    assert one.reserve(10.0, 500) == 10.5
-    assert one.reserve(10.0, 500) == 11.0  # the second response waits its turn
-    assert other.reserve(10.0, 500) == 10.5  # another server's link is free
-    assert one.reserve(11.005, 1000) == 12.0  # the sender's turnaround is not idle time
-    assert one.reserve(20.0, 1000) == 21.0  # a slot nobody used is not saved up
+    assert one.reserve(10.0, 500, "a") == 10.5
+    assert one.reserve(10.0, 500, "b") == 11.0  # the second response waits its turn
+    assert other.reserve(10.0, 500, "c") == 10.5  # another server's link is free
+    assert one.reserve(11.005, 1000, "b") == 12.0  # a response's turnaround is not idle
+    assert one.reserve(12.005, 1000, "a") == 13.005  # but another's start is no earlier
+    assert one.reserve(20.0, 1000, "a") == 21.0  # a slot nobody used is not saved up
     assert MiB <= CHUNK_BYTES
 
 
