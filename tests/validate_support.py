@@ -47,13 +47,14 @@ def books(
     dram_bytes: int = 100 * MB,
     remote: bool = False,
     placement: dict[str, list[int]] | None = None,
+    ssd_bytes: int = sum(MODELS.values()),
 ) -> tuple[Books, list[tuple[str, int, str]]]:
     """Books of `servers` one-GPU servers holding models "a" and "b" on every SSD, or as
     `placement` says (a remote store holding them all, if `remote`); and the evictions,
     as (tier, server, model)."""
     evicted: list[tuple[str, int, str]] = []
     placement = placement or {name: list(range(servers)) for name in MODELS}
-    caches = (dram_bytes, sum(MODELS.values()))
+    caches = (dram_bytes, ssd_bytes)
     book = Books(
         servers, 1, MODELS, placement, caches, remote, config, lambda *e: evicted.append(e)
     )

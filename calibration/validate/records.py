@@ -24,11 +24,11 @@ class InstanceRecord:
     tier: str
     spawned: float = np.nan  # NaN until its GPU is free (a migration may hold it back)
     started: float = np.nan
-    downloaded: float = np.nan  # from the remote store: the checkpoint on the server's SSD
     loaded: float = np.nan
     ready: float = np.nan
     stopped: float = np.nan
     started_cpu_s: float = np.nan  # the CPU-seconds the process had spent by `started`
+    downloaded: float = np.nan  # from the remote store: the checkpoint on the server's SSD
 
 
 @dataclass

@@ -122,12 +122,15 @@ def test_a_checkpoint_on_no_ssd_of_the_server_comes_from_the_remote_store(config
 
 
 def test_the_ssd_cache_evicts_least_recently_used_and_reports_it(config):
-    book, evicted = books(config, servers=1)
-    assert list(book.holders("a", "ssd")) == [0] and list(book.holders("b", "ssd")) == [0]
-    book.ssd[0].touch("a")
-    book.ssd[0].admit("c", 60 * MB)  # room for it only without the least recently used
-    assert evicted == [("ssd", 0, "b")]
-    assert list(book.holders("b", "ssd")) == []
+    placement = {"a": [0], "b": []}
+    book, evicted = books(config, servers=1, placement=placement, ssd_bytes=70 * MB)
+    assert list(book.holders("a", "ssd")) == [0]
+    book.ssd[0].pin("a")  # being read: stays
+    assert not book.ssd[0].admit("b", 60 * MB) and evicted == []
+    book.ssd[0].unpin("a")
+    assert book.ssd[0].admit("b", 60 * MB)  # a download, room made by evicting "a"
+    assert evicted == [("ssd", 0, "a")]
+    assert list(book.holders("a", "ssd")) == [] and list(book.holders("b", "ssd")) == [0]
 
 
 def test_instance_phases_tell_overlapping_start_ups_apart():
