@@ -392,7 +392,7 @@ def _s(seconds: float | None) -> str:
 
 def _share(result: dict) -> str:
     share = result["load_share_real"]
-    return f"{share:.2f}" if np.isfinite(share) else "-"
+    return "-" if share is None else f"{share:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

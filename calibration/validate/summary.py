@@ -45,12 +45,19 @@ def summarize(repeats: list[dict]) -> dict:
         out[key] = {
             tier: {
                 "loads": sum(r[key][tier]["loads"] for r in repeats),
-                "median_s": _median([r[key][tier]["median_s"] or np.nan for r in repeats]),
+                "median_s": _or_none(
+                    _median([r[key][tier]["median_s"] or np.nan for r in repeats])
+                ),
             }
             for tier in TIERS
         }
-    out["load_share_real"] = _median([r["load_share_real"] or np.nan for r in repeats])
+    out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
     return out
+
+
+def _or_none(value: float) -> float | None:
+    """`value`, or None where there was nothing to take it over (JSON has no NaN)."""
+    return value if np.isfinite(value) else None
 
 
 def _median(values: list[float]) -> float:

@@ -212,6 +212,12 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
             out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
             out[f"ttft_p{q}_rel_error"] = error
         out["with_profile_startup"] = {"ttft_p99_rel_error": 2 * error}
+        tiers = {"dram": (1, 0.1), "ssd": (2, 1.0 + error), "remote": (0, None)}
+        for side in ("real", "sim"):
+            out[f"loads_by_tier_{side}"] = {
+                tier: {"loads": n, "median_s": s} for tier, (n, s) in tiers.items()
+            }
+        out["load_share_real"] = 0.5 + error
         return out
 
     summary = summarize([run(-0.2), run(0.1), run(0.05)])
@@ -221,6 +227,10 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
     assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
     assert summary["migrated_requests"] == {"real": 6, "sim": 3}
+    loads = summary["loads_by_tier_real"]
+    assert loads["ssd"] == {"loads": 6, "median_s": 1.05}  # summed; median of the medians
+    assert loads["remote"] == {"loads": 0, "median_s": None}
+    assert summary["load_share_real"] == 0.55
     assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
 
 
