@@ -4,8 +4,8 @@ whether the simulator's tiers (bandwidths, the shared disk, the download from th
 store) hold against the real ones.
 
 A real load runs from the instance's `started` to its `loaded` (from the remote store:
-the download, then the load from SSD); the simulator's, over the same span of its
-instance log (`load_start_s` to `load_end_s`).
+the download, then the load from SSD); the simulator's is its instance log's `load_s`,
+the same span.
 """
 
 import numpy as np
@@ -24,8 +24,8 @@ def loads_by_tier_real(records: Records) -> dict[str, dict[str, float | int | No
 
 def loads_by_tier_sim(instances: pd.DataFrame) -> dict[str, dict[str, float | int | None]]:
     """Per tier, the simulated cold starts: how many, and their loads' median."""
-    started = instances[~instances["asleep"]].dropna(subset=["load_end_s"])
-    return _by_tier(started["tier"], started["load_end_s"] - started["load_start_s"])
+    loaded = instances[~instances["asleep"]].dropna(subset=["load_s"])
+    return _by_tier(loaded["tier"], loaded["load_s"])
 
 
 def _by_tier(tiers: pd.Series, seconds: pd.Series) -> dict[str, dict[str, float | int | None]]:
