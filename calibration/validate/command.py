@@ -187,7 +187,7 @@ def _validate_policy(
     simulated, sim_instances = simulate(layout, predicting, policy, seed)
     real_ttft = real["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
-    sim_stages_s = sim_stages(simulated, sim_instances, sizes, predicted)
+    sim_stages_s = sim_stages(simulated, sim_instances, predicted)
     files: dict[str, pd.DataFrame | bytes] = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
