@@ -40,6 +40,9 @@ class ServerGroup:
     # the compute network (not the storage `network`); 0 while peer loading is off.
     gpu_link: float = 0.0
     compute_network: float = 0.0
+    # The aggregate read bandwidth of the one disk a host's servers share (their SSD loads
+    # and, with `remote_download`, their downloads' writes); 0: each server's SSD its own.
+    host_disk: float = 0.0
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""
@@ -136,6 +139,9 @@ class ClusterConfig:
     overlapped: frozenset[str] = frozenset()
     # How engines sleep (`sim.config.sleep`): by engine name, "" for the top-level table.
     sleep: dict[str, SleepSpec] | None = None
+    # A start from the remote tier downloads the checkpoint to SSD, then loads it from there
+    # (`sim.model.loading`); otherwise it streams from the remote store to the GPUs.
+    remote_download: bool = False
 
     def sleep_of(self, model: str) -> SleepSpec | None:
         """How an instance of `model` sleeps: its engine's table, else the top-level one."""

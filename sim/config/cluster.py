@@ -106,13 +106,13 @@ _OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER):
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER, _DOWNLOAD):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, peer_loading, sleep, workload, migration, servers, models, engines, "
-                "profile)"
+                "queue, peer_loading, remote_download, sleep, workload, migration, servers, "
+                "models, engines, profile)"
             )
-    taken = (*_TOP, "engines", "profile", "sleep", _PEER)  # as the user gives them
+    taken = (*_TOP, "engines", "profile", "sleep", _PEER, _DOWNLOAD)  # as the user gives them
     merged = {**default, **{k: v for k, v in user.items() if k in taken}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **sub_table(user.get(section, {}), section)}
@@ -138,17 +138,24 @@ def _build(table: dict) -> ClusterConfig:
     top = parse_fields({k: table[k] for k in _TOP}, _TOP, "")
     workload = parse_fields(table["workload"], _WORKLOAD, "workload.")
     migration = parse_fields(table["migration"], _MIGRATION, "migration.")
-    peer = _peer_switch(table)
+    peer = _switch(table, _PEER)
+    download = _switch(table, _DOWNLOAD)
+    own = (*_PEER_LINKS, _HOST_DISK)  # keys parsed on their own, below
     groups = [
-        parse_fields(
-            {k: v for k, v in group.items() if k not in _PEER_LINKS}, _SERVER, f"servers[{i}]."
-        )
+        parse_fields({k: v for k, v in group.items() if k not in own}, _SERVER, f"servers[{i}].")
         for i, group in enumerate(table["servers"])
     ]
     links = [_peer_links(group, f"servers[{i}].", peer) for i, group in enumerate(table["servers"])]
-    servers = tuple(ServerGroup(**group, **link) for group, link in zip(groups, links, strict=True))
-    if peer:
-        groups = [{**group, **link} for group, link in zip(groups, links, strict=True)]
+    disks = [_host_disk(group, f"servers[{i}].") for i, group in enumerate(table["servers"])]
+    servers = tuple(
+        ServerGroup(**group, **link, **disk)
+        for group, link, disk in zip(groups, links, disks, strict=True)
+    )
+    if not peer:
+        links = [{} for _ in groups]
+    groups = [
+        {**group, **link, **disk} for group, link, disk in zip(groups, links, disks, strict=True)
+    ]
     server_count = sum(group.count for group in servers)
     if server_count > bounds.SERVERS:
         raise InputError(
@@ -183,6 +190,7 @@ def _build(table: dict) -> ClusterConfig:
         **top,
         "keep_alive": top["keep_alive"].text,
         **({_PEER: True} if peer else {}),
+        **({_DOWNLOAD: True} if download else {}),
         "workload": workload,
         "migration": migration,
         "servers": groups,
@@ -208,6 +216,7 @@ def _build(table: dict) -> ClusterConfig:
         peer_loading=peer,
         overlapped=overlapped,
         sleep=sleep or None,
+        remote_download=download,
     )
 
 
@@ -219,11 +228,12 @@ _PEER = "peer_loading"
 _PEER_LINKS = {"gpu_link": "56.25GB/s", "compute_network": "100Gb/s"}
 
 
-def _peer_switch(table: dict) -> bool:
+def _switch(table: dict, key: str) -> bool:
+    """A top-level switch, off unless given true."""
     try:
-        return flag(table.get(_PEER, False))
+        return flag(table.get(key, False))
     except ValueError as err:
-        raise InputError(f"{_PEER}: {err}") from None
+        raise InputError(f"{key}: {err}") from None
 
 
 def _peer_links(group: dict, where: str, on: bool) -> dict[str, float]:
@@ -248,6 +258,21 @@ def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
     if value > spec["weights"]:
         raise InputError(f"{where}: more than the model's weights ({spec['weights']} bytes)")
     return value
+
+
+# --- the storage tiers (docs/model.md): both off unless given ---
+
+# A remote start downloads to SSD, then loads from there (`sim.model.loading`).
+_DOWNLOAD = "remote_download"
+# The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`).
+_HOST_DISK = "host_disk"
+
+
+def _host_disk(group: dict, where: str) -> dict[str, float]:
+    """A group's host disk, if given: absent, each server's SSD reads only its own link."""
+    if _HOST_DISK not in group:
+        return {}
+    return parse_fields({_HOST_DISK: group[_HOST_DISK]}, {_HOST_DISK: bandwidth}, where)
 
 
 def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:

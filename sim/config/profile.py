@@ -35,7 +35,8 @@ Applying it (`apply`): every server group takes the bandwidths; every model take
 inference speeds scaled from the reference model by its weights per GPU (decoding reads
 every weight once a step, so its step time grows with them; a prefill's work grows with
 the parameters, so its rate falls with them); the migration rounds take the fixed cost.
-A version-2 profile also sets every group's `host_cores` and creates the engine
+A version-2 profile also sets every group's `host_cores` (and `host_disk`, where it has
+`host_disk_bytes_per_s`: the disk a host's servers share) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
 CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
 has one (a fixed stage); every model without an engine of its own takes it.
@@ -208,11 +209,15 @@ def apply(
 def _apply_startup(
     table: dict, derived: dict[str, float], models: dict[str, tuple[int, int, bool]]
 ) -> list[str]:
-    """Version 2: the groups' host cores, and the measured start-up as an engine."""
+    """Version 2: the groups' host cores (and disk), and the measured start-up as an
+    engine."""
     applied = []
     for i, group in enumerate(table["servers"]):
         group["host_cores"] = derived["host_cores"]
         applied.append(f"servers[{i}].host_cores")
+        if "host_disk_bytes_per_s" in derived:
+            group["host_disk"] = derived["host_disk_bytes_per_s"]
+            applied.append(f"servers[{i}].host_disk")
     cpu = derived["startup_cpu_s"]
     stages: list[dict[str, Any]] = [
         {"name": "startup", "seconds": derived["instance_startup_s"] - cpu}

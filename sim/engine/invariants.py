@@ -64,13 +64,16 @@ def check_state(sim: "Audited", previous_now: float, cpu_seen: dict[int, dict]) 
     of each server's CPU stages at the previous check, which this one updates."""
     if sim.clock.now < previous_now:
         _fail(sim, f"time went back from {previous_now!r}")
+    domains = {}  # each links domain once: a server's own, or its host's (`host_disk`)
     for server in sim.cluster.servers:
+        domains.setdefault(id(server.links), server)
         _check_gpus(sim, server)
         _check_caches(sim, server)
-        _check_links(sim, server)
         _check_cores(sim, server, cpu_seen)
         _check_pipelined(sim, server)
         _check_sleeping(sim, server)
+    for server in domains.values():
+        _check_links(sim, server)
     _check_indexes(sim)
     if sim.cluster.peer is not None:
         _check_peer(sim)
@@ -135,10 +138,28 @@ def _check_links(sim: "Audited", server) -> None:
             ]
         ):
             _fail(sim, f"server {server.id}: a load's recorded progress goes back {t.progress}")
+    saturated = set()
     for link, capacity in links.capacity.items():
         total = sum(t.rate for t in links.active if link in t.links)
         if total > capacity * (1 + _SLACK):
             _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")
+        if total >= capacity * (1 - _SLACK):
+            saturated.add(link)
+    # Max-min: a load below its cap is held back by a saturated link on which no load is
+    # faster than it (else that faster load could yield to it).
+    for t in links.active:
+        if t.rate >= t.cap * (1 - _SLACK):
+            continue
+        if not any(
+            all(u.rate <= t.rate * (1 + _SLACK) for u in links.active if link in u.links)
+            for link in t.links
+            if link in saturated
+        ):
+            _fail(
+                sim,
+                f"server {server.id}: a load over {t.links} runs at {t.rate} B/s, below its "
+                f"cap {t.cap}, with no saturated link where it is among the fastest",
+            )
 
 
 def _regresses(points: list[tuple[float, float]]) -> bool:

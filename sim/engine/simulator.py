@@ -303,6 +303,7 @@ class Simulation:
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
+            instance.load_s, instance.download_s = load.durations()
             instance.ready(load.progress if tracked else None)
             if on_ready is not None:
                 on_ready()

@@ -15,11 +15,11 @@ from sim.model.clock import Clock
 from sim.model.indexed_set import IndexedSet
 from sim.model.instance import Instance
 from sim.model.instance_log import InstanceLog
-from sim.model.loading import LINKS, fastest_tier
+from sim.model.loading import fastest_tier, load_phases
 from sim.model.migration import round_cost
 from sim.model.overlap import hidden_s
 from sim.model.peer import PeerTier
-from sim.model.server import Server
+from sim.model.server import HOST_DISK, Server
 from sim.model.startup import CORES
 from sim.model.transfers import ServerLinks
 from sim.spec import ClusterConfig, ModelSpec
@@ -41,10 +41,22 @@ class Cluster:
         for g, group in enumerate(config.servers):
             self._by_available.append([IndexedSet() for _ in range(group.gpus + 1)])
             self._sorted_by_available.append([[] for _ in range(group.gpus + 1)])
+            host = None
             for k in range(group.count):
-                if k % group.servers_per_host == 0:  # a new host: its own cores
+                if k % group.servers_per_host == 0:  # a new host: its own cores (and disk)
                     cores = ServerLinks(clock, {"cores": float(group.host_cores)})
-                server = Server(len(self.servers), g, group, clock, self._cache_changed, cores)
+                    if group.host_disk:
+                        host = ServerLinks(clock, {HOST_DISK: group.host_disk})
+                server = Server(
+                    len(self.servers),
+                    g,
+                    group,
+                    clock,
+                    self._cache_changed,
+                    cores,
+                    host,
+                    config.remote_download,
+                )
                 self.servers.append(server)
                 self._by_available[g][group.gpus].add(server.id)
                 self._sorted_by_available[g][group.gpus].append(server.id)
@@ -174,10 +186,10 @@ class Cluster:
 
     def tier_load_s(self, server: int, model: str, delay: float) -> float:
         """`load_s` from the fastest tier holding the checkpoint, never a peer (a wake's
-        reload)."""
-        s, spec = self.servers[server], self.models[model]
-        links = LINKS[fastest_tier(s, model)]
-        return s.links.predict_s(spec.weights, links, spec.gpus * s.group.pcie, delay)
+        reload): its phases (`load_phases`) replayed on the server's links domain."""
+        s = self.servers[server]
+        phases = load_phases(s, self.models[model], fastest_tier(s, model))
+        return s.links.predict_chain_s(phases, delay)
 
     def hidden_prefill_s(self, model: str, tokens: int) -> float:
         if not self._config.pipelined(model):

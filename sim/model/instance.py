@@ -97,6 +97,10 @@ class Instance:
         self.state = STARTING
         self.allocated_at = clock.now
         self.ready_at = float("inf")
+        # Its checkpoint load's seconds, from its start to the weights on the GPUs, and of
+        # them the download to SSD (`remote_download`); NaN where there was none.
+        self.load_s = math.nan
+        self.download_s = math.nan
         self.keep_alive: Timer | None = None
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
         # (request, its effective ready time) when its prefill ran behind the load: the
@@ -274,6 +278,7 @@ class Instance:
         """A sleeping instance starts waking: it takes requests, served once `ready`."""
         self.state = STARTING
         self.ready_at = float("inf")
+        self.load_s = self.download_s = math.nan
         self.allocated_at = self._clock.now
         self._events.room_changed(self)
 

@@ -4,7 +4,8 @@
 Instances are few next to requests (one per cold start), so a row each costs nothing;
 it is what lets `analysis` draw GPUs held and warm instances over time. An instance that
 sleeps (`sim.model.sleepers`) has a row per period: awake ones ending `asleep`, and asleep
-ones (`asleep` true, no GPUs held) ending `woken` or `expired`.
+ones (`asleep` true, no GPUs held) ending `woken` or `expired`. `load_s` and
+`download_s` time its checkpoint load and the download part of it, per tier.
 """
 
 import numpy as np
@@ -35,6 +36,8 @@ class InstanceLog:
                 instance.peer_source,
                 instance.chain,
                 False,
+                instance.load_s,
+                instance.download_s,
             )
         )
 
@@ -42,7 +45,8 @@ class InstanceLog:
         """`instance` slept from `since` to `at`, holding no GPU; `why` it ended."""
         row = (instance.id, instance.model.name, instance.server, 0, str(instance.tier))
         peer = (instance.peer_source, instance.chain)
-        self._rows.append((*row, since, float("inf"), at, ENDS.index(why), *peer, True))
+        asleep = (True, np.nan, np.nan)  # and no load
+        self._rows.append((*row, since, float("inf"), at, ENDS.index(why), *peer, *asleep))
 
     def frame(self) -> pd.DataFrame:
         columns = [
@@ -58,6 +62,8 @@ class InstanceLog:
             "source",
             "chain",
             "asleep",
+            "load_s",
+            "download_s",
         ]
         frame = pd.DataFrame(self._rows, columns=columns)
         frame = frame.sort_values(["instance", "allocated_s"], kind="stable")

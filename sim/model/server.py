@@ -1,6 +1,12 @@
 """One GPU server: its GPUs, DRAM and SSD checkpoint caches, shared load links and the
 host cores its instances' CPU-bound start-up stages share (its own host's, or one that
-several servers share: `servers_per_host`)."""
+several servers share: `servers_per_host`).
+
+A server's load links are its own fluid domain, unless its group has a `host_disk`: then
+the servers of a host share one domain holding each server's `ssd:{id}` and
+`network:{id}` and the host's `disk`, so that an SSD load (or a download's write) crosses
+both its server's link and the disk, and max-min fairness spans the host.
+"""
 
 from collections import Counter
 from collections.abc import Callable
@@ -10,6 +16,13 @@ from sim.model.clock import Clock
 from sim.model.instance import Instance
 from sim.model.transfers import ServerLinks
 from sim.spec import ServerGroup
+from thaw_kernel.tiers import Tier
+
+# The links a load from each tier crosses on a server with a links domain of its own (the
+# PCIe lanes are the load's own cap), and those a download from the remote tier crosses.
+LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
+DOWNLOAD = ("network",)
+HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
 
 
 class Server:
@@ -21,12 +34,26 @@ class Server:
         clock: Clock,
         on_cache_change: Callable[[str, str, int, bool], None],
         cores: ServerLinks,
+        host: ServerLinks | None = None,
+        download: bool = False,
     ) -> None:
         self.id = server_id
         self.group_index = group_index
         self.group = group
         self.gpus = group.gpus
-        self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
+        # Whether a start from the remote tier downloads to SSD, then loads from it.
+        self.download = download
+        if host is None:
+            self.links = ServerLinks(clock, {"network": group.network, "ssd": group.ssd_read})
+            self.paths: dict[str, tuple[str, ...]] = LINKS
+            self.download_path = DOWNLOAD
+        else:  # the host's domain, with its disk (`host_disk`) shared by its servers
+            ssd, network = f"ssd:{server_id}", f"network:{server_id}"
+            host.capacity[ssd] = group.ssd_read
+            host.capacity[network] = group.network
+            self.links = host
+            self.paths = {Tier.DRAM: (), Tier.SSD: (ssd, HOST_DISK), Tier.REMOTE: (network,)}
+            self.download_path = (network, HOST_DISK)  # its writes take disk time
         # CPU-bound start-up stages as flows of CPU-seconds, at most one core each: the
         # host's cores (`servers_per_host` servers share them).
         self.cores = cores

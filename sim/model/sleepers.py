@@ -180,7 +180,12 @@ class Sleepers:
         else:
             instance.tier = load.tier
             steps = ((Stage("swap", FIXED, swap_s),), *RELOAD) if swap_s else RELOAD
-            Startup(self._clock, server, load, steps, instance.ready).begin()
+
+            def reloaded(load: CheckpointLoad = load) -> None:
+                instance.load_s, instance.download_s = load.durations()
+                instance.ready()
+
+            Startup(self._clock, server, load, steps, reloaded).begin()
         return estimate
 
     def _copy_s(self, instance: Instance) -> float:

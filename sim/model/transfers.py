@@ -5,13 +5,19 @@ A load streams from its tier to the GPUs through every link on the way, pipeline
 its rate is set by its bottleneck. Concurrent loads on a server share the SSD and the
 network link max-min fairly (`fairshare`); whenever a load starts or ends, every load on
 that server advances its progress at the old rate and is re-timed at the new one. A load
-touches only its own server's links, so the recomputation never spans the cluster.
+touches only its own server's links (or, when a host's servers share one disk, its
+host's), so the recomputation never spans the cluster.
+
+A flow may name the flows that follow it (`then`: a download's load from the SSD), which
+begin the moment it ends; the estimates replay them too.
 """
 
 from collections.abc import Callable
 
 from sim.model.clock import Clock, Timer
 from sim.model.fairshare import max_min_rates
+
+Flow = tuple[float, tuple[str, ...], float]  # (size, links crossed, own cap)
 
 
 class Transfer:
@@ -23,6 +29,7 @@ class Transfer:
         "rate",
         "remaining",
         "size",
+        "then",
         "timer",
         "updated_at",
     )
@@ -34,6 +41,7 @@ class Transfer:
         cap: float,
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
+        then: tuple[Flow, ...] = (),
     ) -> None:
         self.size = size
         self.remaining = float(size)
@@ -45,16 +53,23 @@ class Transfer:
         self.timer: Timer | None = None
         # (time, fraction done) at its start, each rate change and its end, if asked for.
         self.progress = progress
+        self.then = then  # the flows its owner begins when it ends, for the estimates
 
 
 class ServerLinks:
-    """The shared links of one server ("network", "ssd") and the loads crossing them."""
+    """The shared links of one server ("network", "ssd"), or of a host's servers and its
+    disk, and the loads crossing them."""
 
     def __init__(self, clock: Clock, capacity: dict[str, float]) -> None:
         self._clock = clock
         self.capacity = capacity
         self.active: list[Transfer] = []
-        self.planned: list[tuple[float, float, tuple[str, ...], float]] = []  # (at, ...)
+        # (at, size, links, cap, then) of the loads to begin at `at`.
+        self.planned: list[tuple[float, float, tuple[str, ...], float, tuple[Flow, ...]]] = []
+
+    @property
+    def now(self) -> float:
+        return self._clock.now
 
     def start(
         self,
@@ -63,10 +78,12 @@ class ServerLinks:
         cap: float,
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
+        then: tuple[Flow, ...] = (),
     ) -> Transfer:
         """Begin a load of `size` bytes over `links`, at most `cap` bytes/s of its own;
-        its progress over time is appended to `progress` if given (`sim.model.overlap`)."""
-        transfer = Transfer(size, links, cap, on_done, progress)
+        its progress over time is appended to `progress` if given (`sim.model.overlap`).
+        `then`: the flows `on_done` will begin, known to the estimates meanwhile."""
+        transfer = Transfer(size, links, cap, on_done, progress, then)
         transfer.updated_at = self._clock.now
         self._advance()
         self.active.append(transfer)
@@ -81,14 +98,15 @@ class ServerLinks:
         cap: float,
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
+        then: tuple[Flow, ...] = (),
     ) -> None:
         """Begin a load `delay` seconds from now; known meanwhile to `predict_s`."""
-        planned = (self._clock.now + delay, size, links, cap)
+        planned = (self._clock.now + delay, size, links, cap, then)
         self.planned.append(planned)
 
         def begin() -> None:
             self.planned.remove(planned)
-            self.start(size, links, cap, on_done, progress)
+            self.start(size, links, cap, on_done, progress, then)
 
         self._clock.call_in(delay, begin)
 
@@ -108,21 +126,35 @@ class ServerLinks:
         """
         return self.predict_all_s([(size, links, cap)], delay)
 
-    def predict_all_s(self, new: list[tuple[float, tuple[str, ...], float]], delay: float) -> float:
+    def predict_all_s(self, new: list[Flow], delay: float) -> float:
         """As `predict_s`, for flows (size, links, cap) that begin together `delay`
         seconds from now: how long until the last of them ends."""
+        return self._replay([(flow,) for flow in new], delay)
+
+    def predict_chain_s(self, phases: tuple[Flow, ...], delay: float) -> float:
+        """As `predict_s`, for one load run as `phases`, each beginning when the one
+        before it ends (a download, then the load from the SSD)."""
+        return self._replay([phases], delay)
+
+    def _replay(self, chains: list[tuple[Flow, ...]], delay: float) -> float:
+        """Seconds from `delay` until the last of `chains` ends, in the fluid model."""
         now = self._clock.now
+        # [bytes left, links, cap, one of the new chains', the flows that follow it]
         flows = [
-            [t.remaining - t.rate * (now - t.updated_at), t.links, t.cap, False]
+            [t.remaining - t.rate * (now - t.updated_at), t.links, t.cap, False, t.then]
             for t in self.active
         ]
         # (seconds from now, order, flow): planned loads join before the new ones on ties.
-        joins = [(at - now, k, [b, ls, c, False]) for k, (at, b, ls, c) in enumerate(self.planned)]
+        joins = [
+            (at - now, k, [b, ls, c, False, then])
+            for k, (at, b, ls, c, then) in enumerate(self.planned)
+        ]
         joins += [
-            (delay, len(joins) + k, [float(b), ls, c, True]) for k, (b, ls, c) in enumerate(new)
+            (delay, len(joins) + k, [float(b), ls, c, True, tuple(rest)])
+            for k, ((b, ls, c), *rest) in enumerate(chains)
         ]
         joins.sort(key=lambda j: j[:2])
-        mine = len(new)  # new flows not yet ended
+        mine = len(chains)  # new chains not yet ended
         t, since = 0.0, None  # since: seconds since the new flows began
         while True:
             while joins and joins[0][0] <= t:
@@ -136,13 +168,23 @@ class ServerLinks:
             left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
-                ended = [dt for f, dt in zip(flows, left, strict=True) if f[3] and dt <= step]
+                ended = [  # the new chains' last flows ending
+                    dt
+                    for f, dt in zip(flows, left, strict=True)
+                    if f[3] and dt <= step and not f[4]
+                ]
                 mine -= len(ended)
                 if mine == 0:
                     return since + max(ended)
             for f, r in zip(flows, rates, strict=True):
                 f[0] -= r * step
-            flows = [f for f, dt in zip(flows, left, strict=True) if dt > step]
+            # A flow that ends hands over to the next of its chain, at once.
+            following = [
+                [float(f[4][0][0]), f[4][0][1], f[4][0][2], f[3], tuple(f[4][1:])]
+                for f, dt in zip(flows, left, strict=True)
+                if dt <= step and f[4]
+            ]
+            flows = [f for f, dt in zip(flows, left, strict=True) if dt > step] + following
             t += step
             if since is not None:
                 since += step

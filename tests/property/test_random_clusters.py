@@ -1,7 +1,8 @@
 """Property tests on random heterogeneous clusters: whatever the hardware (host cores
 included), the catalog, the start-up engines (executing while loading or not), the trace,
 the keep-alive (its length and its policy, pre-warming and sleeping engines included), peer
-loading on or off (its links too), the queue discipline and the policy, the books hold
+loading on or off (its links too), a host's servers sharing one disk or not, remote starts
+streaming or downloading to SSD first, the queue discipline and the policy, the books hold
 after every event (`--check`) and a fixed seed
 gives identical results."""
 
@@ -42,6 +43,8 @@ def groups(draw):
                 "host_cores": draw(st.integers(1, 4)),
                 "gpu_link": draw(st.sampled_from(BANDWIDTHS)),
                 "compute_network": draw(st.sampled_from(BANDWIDTHS)),
+                "servers_per_host": draw(st.integers(1, 3)),
+                "host_disk": draw(st.none() | st.sampled_from(BANDWIDTHS)),
             }
         )
     return drawn
@@ -63,13 +66,17 @@ def clusters(draw):
     text += f'keep_alive = "{keep_alive}"\n'
     peer = draw(st.booleans())
     text += f"peer_loading = {str(peer).lower()}\n"
+    text += f"remote_download = {str(draw(st.booleans())).lower()}\n"
     for i, g in enumerate(server_groups):
         text += (
             f'[[servers]]\nname = "g{i}"\ncount = {g["count"]}\ngpus = {g["gpus"]}\n'
             f'gpu_memory = "{g["gpu_memory_gib"]}GiB"\ndram = "{g["dram_gib"]}GiB"\n'
             f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
             f'pcie = "{g["pcie"]}"\nhost_cores = {g["host_cores"]}\n'
+            f"servers_per_host = {g['servers_per_host']}\n"
         )
+        if g["host_disk"] is not None:
+            text += f'host_disk = "{g["host_disk"]}"\n'
         if peer:
             text += f'gpu_link = "{g["gpu_link"]}"\ncompute_network = "{g["compute_network"]}"\n'
     for m in range(draw(st.integers(1, 4))):

@@ -147,6 +147,16 @@ def test_a_profiles_warm_up_is_a_fixed_stage_after_the_load(tmp_path):
     assert simulate(config, [(0.0, "a", 512, 1)]).table.startup_s[0] == 2.0 + 2.0 + 0.25
 
 
+def test_a_profile_s_host_disk_is_laid_over_every_group(tmp_path):
+    tiny_config(tmp_path)
+    profile = write(tmp_path, {**V2, "host_disk_bytes_per_s": 3 * GiB}, version=2)
+    config = read_config(tmp_path / "tiny.toml", profile)
+    assert config.servers[0].host_disk == 3 * GiB
+    assert "servers[0].host_disk" in config.resolved["profile"]["applied"]
+    without = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    assert without.servers[0].host_disk == 0.0
+
+
 @pytest.mark.parametrize(
     ("version", "derived", "message"),
     [

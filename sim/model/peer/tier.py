@@ -16,12 +16,13 @@ than the fastest tier holding the checkpoint on the receiver's server; ties keep
 """
 
 import itertools
+import math
 from collections.abc import Callable
 
 from sim.model.clock import Clock
 from sim.model.fairshare import max_min_rates
 from sim.model.instance import WARM, Instance
-from sim.model.loading import fastest_tier
+from sim.model.loading import fastest_tier, load_phases
 from sim.model.peer.chain import Chain
 from sim.model.server import Server
 from sim.model.transfers import ServerLinks
@@ -52,10 +53,21 @@ class PeerLoad:
         self.chain = chain
         self.receiver: Instance | None = None  # set by the simulator once the instance exists
         self._clock = clock
+        self.began_at = self.ended_at = math.nan  # the instance log's
         chain.planned += 1
 
     def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
-        self._clock.call_in(delay, self.chain.join, self.receiver, on_done)
+        self.began_at = self._clock.now + delay
+
+        def done() -> None:
+            self.ended_at = self._clock.now
+            on_done()
+
+        self._clock.call_in(delay, self.chain.join, self.receiver, done)
+
+    def durations(self) -> tuple[float, float]:
+        """Seconds from joining the chain to its end; it downloads nothing (NaN)."""
+        return self.ended_at - self.began_at, math.nan
 
 
 class PeerTier:
@@ -147,8 +159,10 @@ class PeerTier:
 
 
 def _tier_rate(server: Server, model: ModelSpec) -> float:
-    """The uncontended rate of a load from the fastest tier holding `model` on `server`."""
-    pcie = model.gpus * server.group.pcie
-    tier = fastest_tier(server, model.name)
-    link = {Tier.DRAM: pcie, Tier.SSD: server.group.ssd_read, Tier.REMOTE: server.group.network}
-    return min(pcie, link[tier])
+    """The uncontended rate of a load from the fastest tier holding `model` on `server`:
+    each of its phases (`load_phases`: the whole checkpoint each) at the least of its cap
+    and its links' capacities, one after the other."""
+    phases = load_phases(server, model, fastest_tier(server, model.name))
+    capacity = server.links.capacity
+    rates = [min([cap, *(capacity[link] for link in links)]) for _, links, cap in phases]
+    return rates[0] if len(rates) == 1 else 1.0 / sum(1.0 / rate for rate in rates)
