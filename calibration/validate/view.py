@@ -167,6 +167,6 @@ def load_s(config: ClusterConfig, size: int, tier: str) -> float:
     rate = group.pcie
     if tier == "dram":
         return size / rate
-    rate = min(rate, group.ssd_read, getattr(group, "host_disk", 0.0) or rate)
+    rate = min(rate, group.ssd_read, group.host_disk or rate)
     download = size / group.network if tier == "remote" else 0.0
     return download + size / rate
