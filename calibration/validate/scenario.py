@@ -173,6 +173,24 @@ def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
     return sizes
 
 
+def reset_ssds(scenario: Scenario, layout: Layout) -> None:
+    """Every SSD as `write_checkpoints` left it, for the next replay: the copies a replay
+    downloaded removed, those it evicted copied back from the remote store (written back
+    and cold)."""
+    if not scenario.remote:
+        return  # nothing is downloaded or evicted: every SSD holds every checkpoint
+    for rank, name in enumerate(MODELS):
+        placed = scenario.ssd_servers(rank)
+        for server in range(scenario.servers):
+            copy = layout.ssd(server, name)
+            if server not in placed:
+                shutil.rmtree(copy, ignore_errors=True)
+            elif not (copy / BLOB_NAME).exists():
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(layout.store / name, copy)
+                make_cold(str(copy / BLOB_NAME))
+
+
 def _ballast(scenario: Scenario, rank: int, config: ModelConfig) -> int:
     """The bytes of padding that bring the checkpoint of rank `rank` to its size."""
     if not scenario.checkpoint_bytes:

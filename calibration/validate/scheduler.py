@@ -34,7 +34,7 @@ from calibration.validate.devices import server_device
 from calibration.validate.handle import STOPPED, WARM, Handle
 from calibration.validate.records import Records
 from calibration.validate.replay_migration import Migration
-from calibration.validate.scenario import MODELS, Layout, Scenario
+from calibration.validate.scenario import MODELS, Layout, Scenario, reset_ssds
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Running, Start
@@ -93,6 +93,7 @@ class Replay:
         """Replay to the last request's end; RuntimeError past `limit_s` seconds."""
         for server in range(self.scenario.servers):
             shutil.rmtree(self.layout.dram / f"dram{server}", ignore_errors=True)
+        reset_ssds(self.scenario, self.layout)
         # Like the profile's start-up figure, which sets its first run apart: no replayed
         # start-up should be the one that reads torch's libraries from disk.
         subprocess.run(
