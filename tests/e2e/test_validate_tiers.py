@@ -51,7 +51,9 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
     args = command._parser().parse_args(["--quick", *(x for kv in flags.items() for x in kv)])
     report = command.run(args)
     assert report["scenario"]["name"] == "tiers" and report["scenario"]["repeats"] == 1
-    assert set(report["scenario"]["model_bytes"].values()) == {60 * MB, 90 * MB, 160 * MB}
+    sizes = report["scenario"]["model_bytes"].values()
+    for size, asked in zip(sizes, (60 * MB, 90 * MB, 160 * MB), strict=True):
+        assert 0 <= size - asked < MB  # and each tensor aligned to 4 KiB
     for name in ("random", "startup-aware"):
         result = report["policies"][name]
         for side in ("real", "sim"):
