@@ -154,6 +154,7 @@ class ServerLinks:
             for k, ((b, ls, c), *rest) in enumerate(chains)
         ]
         joins.sort(key=lambda j: j[:2])
+        chained = any(f[4] for f in flows) or any(j[2][4] for j in joins)
         mine = len(chains)  # new chains not yet ended
         t, since = 0.0, None  # since: seconds since the new flows began
         while True:
@@ -178,13 +179,15 @@ class ServerLinks:
                     return since + max(ended)
             for f, r in zip(flows, rates, strict=True):
                 f[0] -= r * step
-            # A flow that ends hands over to the next of its chain, at once.
-            following = [
-                [float(f[4][0][0]), f[4][0][1], f[4][0][2], f[3], tuple(f[4][1:])]
-                for f, dt in zip(flows, left, strict=True)
-                if dt <= step and f[4]
-            ]
-            flows = [f for f, dt in zip(flows, left, strict=True) if dt > step] + following
+            if chained:  # a flow that ends hands over to the next of its chain at once
+                following = [
+                    [float(f[4][0][0]), f[4][0][1], f[4][0][2], f[3], f[4][1:]]
+                    for f, dt in zip(flows, left, strict=True)
+                    if dt <= step and f[4]
+                ]
+                flows = [f for f, dt in zip(flows, left, strict=True) if dt > step] + following
+            else:
+                flows = [f for f, dt in zip(flows, left, strict=True) if dt > step]
             t += step
             if since is not None:
                 since += step
