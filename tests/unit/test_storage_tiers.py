@@ -7,6 +7,7 @@ import re
 
 import pytest
 from conftest import GiB, simulate, tiny_config
+from test_sleep import config as sleepy
 
 from sim.config import read_config
 from sim.engine import invariants
@@ -101,6 +102,16 @@ def test_a_remote_start_downloads_then_loads_from_ssd(tmp_path):
     assert (log["load_s"][0], log["download_s"][0]) == (6.0, 4.0)
     server = sim.cluster.servers[0]
     assert "a" in server.ssd and "a" in server.dram
+
+
+def test_the_log_times_a_level_2_wake_s_reload_and_no_asleep_period(tmp_path):
+    # From SSD 2 -> 4 s; asleep at 12.5; woken at 20, reloading from DRAM in 1 s.
+    config = sleepy(tmp_path, level=2, ssd_a="[0]")
+    sim = simulate(config, [(0.0, "a", 512, 1), (20.0, "a", 512, 1)], check=True)
+    log = sim.cluster.log.frame()[:3]
+    assert list(log["tier"]) == ["ssd", "ssd", "dram"] and list(log["asleep"]) == [0, 1, 0]
+    assert log["load_s"][0] == 2.0 and math.isnan(log["load_s"][1]) and log["load_s"][2] == 1.0
+    assert log["download_s"].isna().all()
 
 
 def test_a_download_the_ssd_cannot_hold_is_still_loaded_then_dropped(tmp_path):
