@@ -160,13 +160,14 @@ class Books:
 
 
 def load_s(config: ClusterConfig, size: int, tier: str) -> float:
-    """A load of `size` bytes from `tier` on one of the replay's servers, alone: through
-    PCIe from DRAM; also through the server's SSD link and the host's disk from SSD; from
-    the remote store, the download over the network link first."""
+    """A load of `size` bytes from `tier` on one of the replay's servers, alone, as the
+    simulator prices it: through PCIe from DRAM; also through the server's SSD link and
+    the host's disk from SSD; from the remote store, the download over the network link
+    (and the disk it writes to) first."""
     group = config.servers[0]  # one group: the replay's servers are alike
     rate = group.pcie
     if tier == "dram":
         return size / rate
-    rate = min(rate, group.ssd_read, group.host_disk or rate)
-    download = size / group.network if tier == "remote" else 0.0
-    return download + size / rate
+    disk = group.host_disk or float("inf")
+    download = size / min(group.network, disk) if tier == "remote" else 0.0
+    return download + size / min(rate, group.ssd_read, disk)
