@@ -3,10 +3,13 @@
 A host's servers share one disk (the profile's `host_disk_bytes_per_s`); how much of it
 several loads get together is measured, not assumed. Each reader is a process of its
 own (`python -m calibration.measure.disk_readers BUFFER_BYTES`), as each instance is,
-holding a pre-faulted buffer (page faults are not timed) and loading, when told, its
-own copy of the same checkpoint with the real loader, O_DIRECT and checksums as an
-instance's cold SSD load does (a refused O_DIRECT is an error, never a silent
-page-cache read). The processes are started once, before any timing, so that torch's
+loading, when told, its own copy of the same checkpoint with the real loader, O_DIRECT
+and checksums, into memory it takes for that load, as an instance's cold SSD load does
+(a refused O_DIRECT is an error, never a silent page-cache read). Taking that memory
+is part of a load: on the project's VM a reader loading into a buffer it had touched
+before ran about twice as fast as the engine's loads into fresh memory, and a host
+disk measured so let the simulator run concurrent loads side by side that the real
+ones could not. The processes are started once, before any timing, so that torch's
 import is not timed; each round evicts the copies it reads (checked with mincore, as
 the other cold figures are), then tells its k readers to load at once.
 
@@ -170,9 +173,10 @@ class _Readers:
 
 
 def main(argv: list[str]) -> None:
-    """The reader process: a pre-faulted buffer, then per input line `load CHECKPOINT`
-    (the loader, O_DIRECT) or `raw BLOB` (a raw O_DIRECT read in the loader's geometry),
-    each answered with its start and end on the monotonic clock."""
+    """The reader process: per input line `load CHECKPOINT` (the loader, O_DIRECT, into
+    memory of its own, freed after) or `raw BLOB` (a raw O_DIRECT read in the loader's
+    geometry into a pre-faulted buffer: the device's bound), each answered with its start
+    and end on the monotonic clock."""
     warnings.simplefilter("error", DirectIOFallback)
     out = host_buffer(int(argv[0]))
     print(READY, flush=True)
@@ -180,8 +184,9 @@ def main(argv: list[str]) -> None:
         command, _, path = line.rstrip("\n").partition(" ")
         started = time.monotonic()
         if command == LOAD_COMMAND:
-            load(path, "cpu", mode="direct", out=out)
+            weights = load(path, "cpu", mode="direct")
             ended = time.monotonic()
+            del weights
         else:  # the read alone: its descriptors' opening is not timed, as in `raw_read`
             chunk = DEFAULT_CHUNK_BYTES["direct"]
             ended = time.monotonic()
