@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from calibration.validate.records import Records
+from thaw_kernel.tiers import Tier
 
-TIERS = ("dram", "ssd", "remote")
+TIERS = (Tier.DRAM, Tier.SSD, Tier.REMOTE)  # the replay has no peer loads
 
 
 def loads_by_tier_real(records: Records) -> dict[str, dict[str, float | int | None]]:

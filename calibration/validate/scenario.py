@@ -33,6 +33,7 @@ import traces
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.writer import write_checkpoint
+from calibration.measure.inference_probe import model_bytes
 from calibration.migration.model import ModelConfig, Transformer
 from calibration.validate.instance_process import BALLAST
 from thaw_kernel import seeds
@@ -202,8 +203,7 @@ def _ballast(scenario: Scenario, rank: int, config: ModelConfig) -> int:
 def decoder_bytes(config: ModelConfig) -> int:
     """The bytes of the decoder's own weights (what a forward pass reads)."""
     with torch.device("meta"):
-        model = Transformer(config)
-    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+        return model_bytes(Transformer(config))
 
 
 def _save(model: Transformer, ballast: int, dst: Path) -> None:

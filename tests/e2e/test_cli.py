@@ -69,7 +69,7 @@ def test_same_seed_same_results_and_the_resolved_config_reproduces_the_run(tmp_p
 
 @pytest.mark.slow
 def test_locality_uses_local_tiers_and_beats_random_at_the_tail(tmp_path):
-    """The issue's acceptance check, over five seeds: single-seed p99s of this bursty,
+    """Locality beats random at the tail, over five seeds: single-seed p99s of this bursty,
     contended trace are noisy (see the README), so the median p99 is compared."""
     p99 = {}
     for policy in ("random", "locality"):

@@ -1,4 +1,4 @@
-"""Malformed traces: every case of the issue gets one line naming the file, the line where
+"""Malformed traces: every kind of damage gets one line naming the file, the line where
 one applies, and the problem; through the library and through `python -m traces`."""
 
 import subprocess
