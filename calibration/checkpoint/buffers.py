@@ -1,6 +1,8 @@
-"""Host buffers the loader reads into: page-aligned for O_DIRECT, pinned for GPU copies."""
+"""Host buffers the loader reads into: page-aligned for O_DIRECT, pinned for GPU copies,
+or a file's memory (a DRAM cache on /dev/shm)."""
 
 import mmap
+from pathlib import Path
 
 import torch
 
@@ -27,3 +29,12 @@ def aligned_pinned(nbytes: int) -> torch.Tensor:
     raw = torch.empty(nbytes + BLOCK, dtype=torch.uint8, pin_memory=True)
     skip = -raw.data_ptr() % BLOCK
     return raw[skip : skip + nbytes]
+
+
+def file_buffer(path: Path, nbytes: int) -> torch.Tensor:
+    """A uint8 tensor whose memory is the new file `path` of `nbytes` (on /dev/shm: a
+    checkpoint installed in a DRAM cache as it is read). Page-aligned, as mmap is."""
+    with open(path, "w+b") as handle:
+        handle.truncate(nbytes)
+        region = mmap.mmap(handle.fileno(), nbytes)
+    return torch.frombuffer(region, dtype=torch.uint8)  # keeps `region` alive

@@ -139,6 +139,7 @@ def measure(
         points["migration"],
         reference_bytes,
         cpus=os.cpu_count() or 1,
+        device=device,
     )
     machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
     if remote_rate is not None:

@@ -5,6 +5,10 @@ measured points (`calibration.measure.linear_fit`), so that it predicts the meas
 well as that model can (sim/config/profile.py documents the fields):
 
 - `ssd_read_bytes_per_s`: the real loader, cold, from the measured disk to the device;
+  on the CPU, where the disk readers ran, one reader's rate (`disk_readers_1`): a process
+  of its own loading into a fresh /dev/shm file is what an instance's cold SSD load is
+  (into its DRAM cache on the way), and the measuring process's loader into a buffer it
+  reuses is not (on the project's VM 0.9 GB/s against the engines' 1.3-1.5);
 - `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
   (the page cache), moved onto the device by the same code a DRAM-cache load runs;
 - `instance_startup_s`: a fresh process importing torch and creating its context;
@@ -35,6 +39,11 @@ well as that model can (sim/config/profile.py documents the fields):
   contention, which one C overstates) or clearly more (2 did not saturate it; 4 may not
   either, and C is then a lower bound), and where one reader in a process of its own
   read at a rate a quarter off the loader's cold one, which the same load should match;
+- `load_cpu_s_per_byte`: the CPU-seconds per byte one reader's cold load took (its
+  page faults, copies and checksums), which the simulator charges to the host's cores
+  beside the start-ups;
+- `download_cpu_s_per_byte`, only with `--remote-rate`: the same for a download, the
+  client's and the loopback store's CPU together (on one box both share its cores);
 - `network_bytes_per_s`, only with `--remote-rate`: the goodput of the real client's
   downloads through the loopback store paced to that rate per server
   (`calibration.measure.remote_probe`). One box has no network of its own to measure;
@@ -65,11 +74,12 @@ def derive(
     model_bytes: int,
     *,
     cpus: int,
+    device: str = "cpu",
 ) -> tuple[dict[str, float], list[str], dict[str, Line]]:
     """The derived parameters, the notes that qualify them, and the fitted lines.
 
     `cpus`: the cores the OS reports, what `host_cores` takes when no start-ups at once
-    stretched.
+    stretched; `device`: the kind the loads went to ("cpu" or a CUDA device).
 
     `decode`: step seconds by batch size, batch 1 first; `prefill`: seconds by prompt
     length; `migration`: stop-and-copy round seconds by tokens moved.
@@ -88,7 +98,7 @@ def derive(
     fits["migration"] = fit_intercept(migration, fits["prefill"].slope)
     notes = []
     derived = {
-        "ssd_read_bytes_per_s": measurements["loader_cold"].median,
+        "ssd_read_bytes_per_s": _ssd_read(measurements, device),
         "dram_to_gpu_bytes_per_s": measurements["loader_warm"].median,
         "instance_startup_s": measurements["instance_startup"].median,
         "reference_model_bytes": float(model_bytes),
@@ -124,6 +134,9 @@ def derive(
     derived |= _host_disk(measurements, notes)
     if "remote_download" in measurements:
         derived["network_bytes_per_s"] = measurements["remote_download"].median
+    for name, key in (("reader_load_cpu", "load"), ("remote_download_cpu", "download")):
+        if name in measurements:
+            derived[f"{key}_cpu_s_per_byte"] = measurements[name].median
     derived["startup_cpu_s"] = cpu
     derived["host_cores"] = fit_host_cores(alone, cpu, at_once, cpus)
     derived["warmup_s"] = measurements["instance_warmup"].median
@@ -145,6 +158,14 @@ def _at_least_zero(value: float, name: str, notes: list[str]) -> float:
     return 0.0
 
 
+def _ssd_read(measurements: dict[str, Measurement], device: str) -> float:
+    """A cold load's rate from SSD, as an instance's load on `device` runs (the module's
+    docstring says which figure that is)."""
+    if device == "cpu" and "disk_readers_1" in measurements:
+        return measurements["disk_readers_1"].median
+    return measurements["loader_cold"].median
+
+
 def _host_disk(measurements: dict[str, Measurement], notes: list[str]) -> dict[str, float]:
     """`host_disk_bytes_per_s` from the concurrent readers (the module's docstring says
     how), with the curve in the notes; nothing where they were not measured."""
@@ -159,10 +180,9 @@ def _host_disk(measurements: dict[str, Measurement], notes: list[str]) -> dict[s
     if alone is not None and not 0.8 <= alone / loader <= 1.25:
         notes.append(
             f"one reader in a process of its own read {alone / 1e9:.2f} GB/s (disk_readers_1), "
-            f"the loader in the measuring process {loader / 1e9:.2f} (loader_cold, which "
-            "ssd_read_bytes_per_s is): the same loads disagree, so the disk's figures are "
-            "less sure than their spreads say (on a virtual machine, the guest pages "
-            "behind the buffer read into can do this)"
+            f"the loader in the measuring process {loader / 1e9:.2f} (loader_cold, into a "
+            "buffer it reuses): where the bytes land moves a load's rate this much "
+            "(on a virtual machine, the guest pages behind the buffer read into)"
         )
     curve = ", ".join(f"{k}: {rate / 1e9:.2f}" for k, rate in sorted(medians.items()))
     notes.append(

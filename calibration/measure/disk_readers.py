@@ -4,26 +4,29 @@ A host's servers share one disk (the profile's `host_disk_bytes_per_s`); how muc
 several loads get together is measured, not assumed. Each reader is a process of its
 own (`python -m calibration.measure.disk_readers BUFFER_BYTES`), as each instance is,
 loading, when told, its own copy of the same checkpoint with the real loader, O_DIRECT
-and checksums, into memory it takes for that load, as an instance's cold SSD load does
-(a refused O_DIRECT is an error, never a silent page-cache read). Taking that memory
-is part of a load: on the project's VM a reader loading into a buffer it had touched
-before ran about twice as fast as the engine's loads into fresh memory, and a host
-disk measured so let the simulator run concurrent loads side by side that the real
-ones could not. The processes are started once, before any timing, so that torch's
-import is not timed; each round evicts the copies it reads (checked with mincore, as
-the other cold figures are), then tells its k readers to load at once.
+and checksums, into a new file on /dev/shm, as an instance's cold SSD load installs the
+checkpoint in its DRAM cache on the way (fresh anonymous memory where there is no
+/dev/shm); a refused O_DIRECT is an error, never a silent page-cache read. Where the
+bytes land is part of a load: on the project's VM a reader loading into a buffer it had
+touched before ran about twice as fast as loads into fresh memory, and fresh anonymous
+memory took about half again the CPU and time of a fresh /dev/shm file. The processes
+are started once, before any timing, so that torch's import is not timed; each round
+evicts the copies it reads (checked with mincore, as the other cold figures are), then
+tells its k readers to load at once.
 
 A round's figure is the aggregate: the k copies' tensor bytes over the time from the
 first reader's start to the last one's end, on the monotonic clock every process
-shares. Rounds of 1, 2 and 4 readers take turns, with a raw O_DIRECT read of the first
-copy in the loader's geometry by the first reader (`raw_cold_beside_readers`), so a
-disk that drifts drifts for all of them and the readers are judged against the device
-as it was then (`calibration.measure.plausibility`). The raw read goes into the
-reader's own buffer, not the parent's: on the project's VM the same O_DIRECT read ran
-1.4 GB/s into one buffer and 2.3-2.8 into another allocated later in the same process
-(the guest pages behind a buffer matter), so only a read into the same memory is a
-fair bound. Readers load onto the CPU whatever the profile's device: the figure is the
-disk's.
+shares. Each reader also reports the CPU-seconds its load took (`reader_load_cpu`, per
+byte, from the 1-reader rounds): on a small host a load's page faults and checksums
+take cores the start-ups beside it want. Rounds of 1, 2 and 4 readers take turns, with
+a raw O_DIRECT read of the first copy in the loader's geometry by the first reader
+(`raw_cold_beside_readers`), so a disk that drifts drifts for all of them and the
+readers are judged against the device as it was then
+(`calibration.measure.plausibility`). The raw read goes into the reader's own buffer,
+not the parent's: on the project's VM the same O_DIRECT read ran 1.4 GB/s into one
+buffer and 2.3-2.8 into another allocated later in the same process (the guest pages
+behind a buffer matter), so only a read into the same memory is a fair bound. Readers
+load onto the CPU whatever the profile's device: the figure is the disk's.
 """
 
 import shutil
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from calibration.checkpoint.buffers import host_buffer
+from calibration.checkpoint.buffers import file_buffer, host_buffer
 from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, read_index
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import (
@@ -53,7 +56,9 @@ from calibration.measure.raw_read import raw_read
 
 READERS = (1, 2, 4)
 RAW = "raw_cold_beside_readers"
+CPU = "reader_load_cpu"  # CPU-seconds per tensor byte of one reader's load
 LOAD_COMMAND, RAW_COMMAND = "load", "raw"
+SHM = Path("/dev/shm")  # where an instance's DRAM cache lives
 READY = "ready"
 
 
@@ -79,26 +84,32 @@ def write_copies(
 def measure_readers(
     copies: list[Path], runs: int, progress: Callable[[str], None]
 ) -> dict[str, Measurement]:
-    """`disk_readers_{k}` for k in `READERS`, aggregate bytes/s, and `RAW`, the raw read
-    in the same rounds: `runs` rounds each."""
+    """`disk_readers_{k}` for k in `READERS`, aggregate bytes/s, `RAW`, the raw read in
+    the same rounds, and `CPU`, the 1-reader loads' CPU-seconds per byte: `runs` rounds
+    each."""
     payload = sum(entry.nbytes for entry in read_index(copies[0]).tensors)
     first = copies[0] / BLOB_NAME
     samples: dict[str, list[float]] = {}
     with _Readers(max(READERS), buffer_bytes(copies[0])) as readers:
         for _ in range(runs):
             make_cold(str(first))
-            took = readers.together(RAW_COMMAND, [first])
+            took, _ = readers.together(RAW_COMMAND, [first])
             samples.setdefault(RAW, []).append(first.stat().st_size / took)
             for k in READERS:
                 for copy in copies[:k]:
                     make_cold(str(copy / BLOB_NAME))
-                took = readers.together(LOAD_COMMAND, copies[:k])
+                took, cpu_s = readers.together(LOAD_COMMAND, copies[:k])
                 samples.setdefault(f"disk_readers_{k}", []).append(k * payload / took)
-    results = {name: Measurement(tuple(rates), "bytes/s", False) for name, rates in samples.items()}
+                if k == 1:
+                    samples.setdefault(CPU, []).append(cpu_s / payload)
+    results = {
+        name: Measurement(tuple(rates), "s/byte" if name == CPU else "bytes/s", False)
+        for name, rates in samples.items()
+    }
     progress(
         "concurrent readers, aggregate: "
         + ", ".join(f"{k}: {results[f'disk_readers_{k}'].median / 1e9:.2f} GB/s" for k in READERS)
-        + " (medians)"
+        + f" (medians); one load's CPU: {results[CPU].median * 1e9:.2f} s/GB"
     )
     return results
 
@@ -147,20 +158,21 @@ class _Readers:
         for errors in self.errors:
             errors.close()
 
-    def together(self, command: str, paths: list[Path]) -> float:
+    def together(self, command: str, paths: list[Path]) -> tuple[float, float]:
         """Seconds from the first reader's start to the last one's end, each reader doing
-        `command` on a path of `paths`."""
+        `command` on a path of `paths`, and the CPU-seconds they took together."""
         for process, path in zip(self.processes, paths, strict=False):
             process.stdin.write(f"{command} {path}\n")
             process.stdin.flush()
         stamps = []
         for number in range(len(paths)):
-            start, _, end = self._line(number).partition(" ")
             try:
-                stamps.append((float(start), float(end)))
+                start, end, cpu_s = map(float, self._line(number).split())
             except ValueError:
                 raise RuntimeError(f"a disk reader failed: {self._last(number)}") from None
-        return max(end for _, end in stamps) - min(start for start, _ in stamps)
+            stamps.append((start, end, cpu_s))
+        took = max(end for _, end, _ in stamps) - min(start for start, _, _ in stamps)
+        return took, sum(cpu_s for _, _, cpu_s in stamps)
 
     def _line(self, number: int) -> str:
         return self.processes[number].stdout.readline().strip()
@@ -173,25 +185,36 @@ class _Readers:
 
 
 def main(argv: list[str]) -> None:
-    """The reader process: per input line `load CHECKPOINT` (the loader, O_DIRECT, into
-    memory of its own, freed after) or `raw BLOB` (a raw O_DIRECT read in the loader's
-    geometry into a pre-faulted buffer: the device's bound), each answered with its start
-    and end on the monotonic clock."""
+    """The reader process: per input line `load CHECKPOINT` (the loader, O_DIRECT, into a
+    new file on /dev/shm, removed after) or `raw BLOB` (a raw O_DIRECT read in the
+    loader's geometry into a pre-faulted buffer: the device's bound), each answered with
+    its start and end on the monotonic clock and the CPU-seconds it took."""
     warnings.simplefilter("error", DirectIOFallback)
     out = host_buffer(int(argv[0]))
-    print(READY, flush=True)
-    for line in sys.stdin:
-        command, _, path = line.rstrip("\n").partition(" ")
-        started = time.monotonic()
-        if command == LOAD_COMMAND:
-            weights = load(path, "cpu", mode="direct")
-            ended = time.monotonic()
-            del weights
-        else:  # the read alone: its descriptors' opening is not timed, as in `raw_read`
-            chunk = DEFAULT_CHUNK_BYTES["direct"]
-            ended = time.monotonic()
-            started = ended - raw_read(Path(path), out, chunk, DEFAULT_THREADS)
-        print(f"{started} {ended}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="thaw-reader-", dir=SHM) as scratch:
+        target = Path(scratch) / BLOB_NAME if SHM.is_dir() else None
+        print(READY, flush=True)
+        for line in sys.stdin:
+            command, _, path = line.rstrip("\n").partition(" ")
+            print(" ".join(map(str, _timed(command, Path(path), out, target))), flush=True)
+
+
+def _timed(command: str, path: Path, out: torch.Tensor, target: Path | None) -> tuple[float, ...]:
+    """(start, end, CPU-seconds) of one command; a load goes into a new file at `target`
+    (fresh anonymous memory if None), removed after."""
+    cpu_before, started = time.process_time(), time.monotonic()
+    if command == LOAD_COMMAND:
+        into = None if target is None else file_buffer(target, buffer_bytes(path))
+        weights = load(path, "cpu", out=into, mode="direct")
+        ended = time.monotonic()
+        del weights, into
+        if target is not None:
+            target.unlink()
+        return started, ended, time.process_time() - cpu_before
+    # The read alone: its descriptors' opening is not timed, as in `raw_read`.
+    took = raw_read(path, out, DEFAULT_CHUNK_BYTES["direct"], DEFAULT_THREADS)
+    ended = time.monotonic()
+    return ended - took, ended, time.process_time() - cpu_before
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 A separate process, not a thread: the store's event loop must not share the GIL with
 a client that checksums or copies what it downloads, or the client's work would slow
-the "network" it is measuring.
+the "network" it is measuring. Its CPU-seconds can be read while it runs (on one box it
+takes the same cores as the servers it serves).
 """
 
 import os
@@ -13,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.remote.store import HOST
@@ -24,20 +26,30 @@ class StoreNotStarted(RuntimeError):
     """The store's process exited, or did not say its port in time."""
 
 
+@dataclass(frozen=True)
+class RunningStore:
+    url: str  # http://127.0.0.1:PORT
+    pid: int
+
+    def cpu_s(self) -> float:
+        """The CPU-seconds the store's process has taken so far (user and system)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def running_store(
     root: Path, rate: float, *, timeout_s: float = STARTUP_TIMEOUT_S
-) -> Iterator[str]:
-    """Start `python -m calibration.remote --root root --rate rate`, yield its base URL
-    (`http://127.0.0.1:PORT`), and end the process when the block exits, however it
-    exits."""
+) -> Iterator[RunningStore]:
+    """Start `python -m calibration.remote --root root --rate rate`, yield it (its base
+    URL and process), and end the process when the block exits, however it exits."""
     command = [sys.executable, "-m", "calibration.remote", "--root", str(root)]
     command += ["--rate", repr(float(rate))]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
         try:
             port = _port(process, errors, timeout_s)
-            yield f"http://{HOST}:{port}"
+            yield RunningStore(f"http://{HOST}:{port}", process.pid)
         finally:
             process.terminate()
             try:

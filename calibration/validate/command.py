@@ -118,8 +118,8 @@ def _store(scenario: Scenario, layout: Layout) -> Iterator[str | None]:
     if not scenario.remote:
         yield None
         return
-    with running_store(layout.store, scenario.remote_rate) as url:
-        yield url
+    with running_store(layout.store, scenario.remote_rate) as store:
+        yield store.url
 
 
 @contextmanager

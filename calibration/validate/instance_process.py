@@ -26,7 +26,6 @@ all), and for migrations `tokens` (with `requests`, `new`, `stopped` and, once s
 """
 
 import json
-import mmap
 import queue
 import shutil
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from calibration.checkpoint.buffers import file_buffer
 from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes, load
@@ -68,14 +68,6 @@ class Spec:
     download: dict | None = None
 
 
-def shared_buffer(path: Path, nbytes: int) -> torch.Tensor:
-    """A uint8 tensor whose memory is the file `path` (on /dev/shm: the DRAM cache)."""
-    with open(path, "w+b") as handle:
-        handle.truncate(nbytes)
-        region = mmap.mmap(handle.fileno(), nbytes)
-    return torch.frombuffer(region, dtype=torch.uint8)  # keeps `region` alive
-
-
 def load_checkpoint(spec: Spec) -> Transformer:
     """The model on its device, loaded with the real loader.
 
@@ -102,7 +94,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
         make_cold(str(path / BLOB_NAME))
         with staged_directory(Path(spec.install), "installed checkpoint") as staging:
             shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
-            weights = load(path, out=shared_buffer(staging / BLOB_NAME, buffer_bytes(path)))
+            weights = load(path, out=file_buffer(staging / BLOB_NAME, buffer_bytes(path)))
             weights = {name: tensor.to(device) for name, tensor in weights.items()}
             _synchronize(device)
             emit("loaded")

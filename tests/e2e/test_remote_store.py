@@ -44,8 +44,8 @@ def root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def store(root) -> str:
-    with running_store(root, RATE) as url:
-        yield url
+    with running_store(root, RATE) as running:
+        yield running.url
 
 
 def get(url: str, path: str, headers: dict[str, str] | None = None):
@@ -171,8 +171,8 @@ def test_a_short_blob_is_an_error_and_leaves_nothing_half_written(tmp_path):
     blob = root / "cut" / BLOB_NAME
     os.truncate(blob, blob.stat().st_size - 4096)
     short = pytest.raises(DownloadError, match=r"/s2/cut/tensors\.bin: .*bytes 0-")
-    with running_store(root, 100 * MiB) as url, short:
-        download(url, 2, "cut", tmp_path / "dest", range_bytes=4096 * 4)
+    with running_store(root, 100 * MiB) as running, short:
+        download(running.url, 2, "cut", tmp_path / "dest", range_bytes=4096 * 4)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["root"]
 
 
@@ -206,8 +206,8 @@ def store_children() -> list[int]:
 
 def test_the_store_process_is_gone_when_the_block_exits(tmp_path):
     before = set(store_children())
-    with pytest.raises(KeyError), running_store(tmp_path, 1e6) as url:
-        port = int(url.rsplit(":", 1)[1])
+    with pytest.raises(KeyError), running_store(tmp_path, 1e6) as running:
+        port = int(running.url.rsplit(":", 1)[1])
         assert set(store_children()) - before
         raise KeyError("the block failed")
     assert set(store_children()) == before

@@ -88,8 +88,8 @@ def test_an_instance_downloads_from_the_store_then_loads_drops_the_ballast_and_s
     sizes = write_checkpoints(TINY, layout)
     assert not layout.ssd(1, "large").exists()  # on server 0's SSD and in the store only
     (layout.dram / "dram1").mkdir(parents=True)
-    with running_store(layout.store, TINY.remote_rate) as url:
-        download = {"url": url, "server": 1, "name": "large"}
+    with running_store(layout.store, TINY.remote_rate) as running:
+        download = {"url": running.url, "server": 1, "name": "large"}
         spec = instance_spec(
             TINY, 1, "large", layout.ssd(1, "large"), layout.dram_copy(1, "large"), download
         )
