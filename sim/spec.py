@@ -43,6 +43,11 @@ class ServerGroup:
     # The aggregate read bandwidth of the one disk a host's servers share (their SSD loads
     # and, with `remote_download`, their downloads' writes); 0: each server's SSD its own.
     host_disk: float = 0.0
+    # The CPU-seconds per GB a load from SSD (its page faults, copies, checksums) and a
+    # download from the remote tier take on the host's cores, beside its bytes on the
+    # links; 0: loads take no CPU (docs/model.md).
+    load_cpu_s_per_gb: float = 0.0
+    download_cpu_s_per_gb: float = 0.0
 
     def can_host(self, gpus: int, weights: int) -> bool:
         """Whether one server of this group can run an instance needing `gpus` GPUs."""

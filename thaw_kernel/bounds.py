@@ -27,6 +27,9 @@ GPUS_PER_SERVER = 1024  # machines hold 8-16 GPUs; rack-scale systems 72
 MODELS = 1_000_000  # catalogs of a few hundred models; Functions traces name ~50,000 apps
 HOST_CORES = 1_000_000  # servers have 32-384 cores; a host with a million is a slip
 HOST_CORES_MIN = 0.01  # effective cores may be fractional; a hundredth of one is a slip
+# A load's CPU per GB: a core copies and sums several GB/s, so a small VM's load takes
+# about a CPU-second a GB (docs/calibration.md); a thousand is a slip.
+CPU_S_PER_GB = 1000.0
 MAX_BATCH = 2**20  # serving engines batch hundreds of requests, not a million
 LAYERS = 100_000  # transformers have 24-128 layers
 MIGRATION_ROUNDS = 1_000_000  # ServerlessLLM's migrations converge in a handful of rounds

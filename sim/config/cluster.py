@@ -140,13 +140,13 @@ def _build(table: dict) -> ClusterConfig:
     migration = parse_fields(table["migration"], _MIGRATION, "migration.")
     peer = _switch(table, _PEER)
     download = _switch(table, _DOWNLOAD)
-    own = (*_PEER_LINKS, _HOST_DISK)  # keys parsed on their own, below
+    own = (*_PEER_LINKS, *_HOST_KEYS)  # keys parsed on their own, below
     groups = [
         parse_fields({k: v for k, v in group.items() if k not in own}, _SERVER, f"servers[{i}].")
         for i, group in enumerate(table["servers"])
     ]
     links = [_peer_links(group, f"servers[{i}].", peer) for i, group in enumerate(table["servers"])]
-    disks = [_host_disk(group, f"servers[{i}].") for i, group in enumerate(table["servers"])]
+    disks = [_host_keys(group, f"servers[{i}].") for i, group in enumerate(table["servers"])]
     servers = tuple(
         ServerGroup(**group, **link, **disk)
         for group, link, disk in zip(groups, links, disks, strict=True)
@@ -264,15 +264,20 @@ def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
 
 # A remote start downloads to SSD, then loads from there (`sim.model.loading`).
 _DOWNLOAD = "remote_download"
-# The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`).
-_HOST_DISK = "host_disk"
+# The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`), and
+# the CPU-seconds per GB its loads from SSD and its downloads take on the host's cores.
+_HOST_KEYS = {
+    "host_disk": bandwidth,
+    "load_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
+    "download_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
+}
 
 
-def _host_disk(group: dict, where: str) -> dict[str, float]:
-    """A group's host disk, if given: absent, each server's SSD reads only its own link."""
-    if _HOST_DISK not in group:
-        return {}
-    return parse_fields({_HOST_DISK: group[_HOST_DISK]}, {_HOST_DISK: bandwidth}, where)
+def _host_keys(group: dict, where: str) -> dict[str, float]:
+    """A group's host disk and its loads' CPU, where given: absent, each server's SSD
+    reads only its own link, and loads take no CPU."""
+    given = {key: group[key] for key in _HOST_KEYS if key in group}
+    return parse_fields(given, {key: _HOST_KEYS[key] for key in given}, where)
 
 
 def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:

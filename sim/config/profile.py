@@ -21,6 +21,10 @@ start-up's CPU figures, still loads):
                                     and its first pass's one-time costs
         "host_disk_bytes_per_s":    version 2, optional: the host's one disk, all its
                                     concurrent O_DIRECT readers together
+        "load_cpu_s_per_byte":      version 2, optional: the CPU-seconds a cold load from
+                                    SSD takes per byte (page faults, copies, checksums)
+        "download_cpu_s_per_byte":  version 2, optional: the same for a download from the
+                                    remote store
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
         "decode_step_s":            one decode step of that model at batch 1
         "decode_step_per_request_s": what each extra request in the batch adds to a step
@@ -36,7 +40,8 @@ inference speeds scaled from the reference model by its weights per GPU (decodin
 every weight once a step, so its step time grows with them; a prefill's work grows with
 the parameters, so its rate falls with them); the migration rounds take the fixed cost.
 A version-2 profile also sets every group's `host_cores` (and `host_disk`, where it has
-`host_disk_bytes_per_s`: the disk a host's servers share) and creates the engine
+`host_disk_bytes_per_s`: the disk a host's servers share; `load_cpu_s_per_gb` and
+`download_cpu_s_per_gb`, where it has their CPU per byte) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
 CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
 has one (a fixed stage); every model without an engine of its own takes it.
@@ -68,13 +73,20 @@ _DERIVED_REQUIRED = (
 )
 _DERIVED_V2 = ("startup_cpu_s", "host_cores")
 _DERIVED_OPTIONAL = ("network_bytes_per_s",)
-_DERIVED_V2_OPTIONAL = ("warmup_s", "host_disk_bytes_per_s")
+_DERIVED_V2_OPTIONAL = (
+    "warmup_s",
+    "host_disk_bytes_per_s",
+    "load_cpu_s_per_byte",
+    "download_cpu_s_per_byte",
+)
 _MAY_BE_ZERO = (
     "decode_step_per_request_s",
     "migration_fixed_s",
     "instance_startup_s",
     "startup_cpu_s",
     "warmup_s",
+    "load_cpu_s_per_byte",
+    "download_cpu_s_per_byte",
 )
 _MEASUREMENT = ("n", "median", "min", "max", "unit", "page_cache_possible")
 
@@ -218,6 +230,10 @@ def _apply_startup(
         if "host_disk_bytes_per_s" in derived:
             group["host_disk"] = derived["host_disk_bytes_per_s"]
             applied.append(f"servers[{i}].host_disk")
+        for kind in ("load", "download"):
+            if f"{kind}_cpu_s_per_byte" in derived:
+                group[f"{kind}_cpu_s_per_gb"] = derived[f"{kind}_cpu_s_per_byte"] * 1e9
+                applied.append(f"servers[{i}].{kind}_cpu_s_per_gb")
     cpu = derived["startup_cpu_s"]
     stages: list[dict[str, Any]] = [
         {"name": "startup", "seconds": derived["instance_startup_s"] - cpu}

@@ -15,12 +15,11 @@ from sim.model.clock import Clock
 from sim.model.indexed_set import IndexedSet
 from sim.model.instance import Instance
 from sim.model.instance_log import InstanceLog
-from sim.model.loading import fastest_tier, load_phases
+from sim.model.loading import cpu_phases, fastest_tier, load_phases
 from sim.model.migration import round_cost
 from sim.model.overlap import hidden_s
 from sim.model.peer import PeerTier
-from sim.model.server import HOST_DISK, Server
-from sim.model.startup import CORES
+from sim.model.server import CORES, HOST_DISK, Server
 from sim.model.transfers import ServerLinks
 from sim.spec import ClusterConfig, ModelSpec
 from thaw_kernel.stages import Step
@@ -186,10 +185,15 @@ class Cluster:
 
     def tier_load_s(self, server: int, model: str, delay: float) -> float:
         """`load_s` from the fastest tier holding the checkpoint, never a peer (a wake's
-        reload): its phases (`load_phases`) replayed on the server's links domain."""
+        reload): its phases (`load_phases`) replayed on the server's links domain, and
+        where they take CPU (`cpu_phases`), the longer of that and their CPU work replayed
+        on the host's cores (each phase really ends when both its parts have: this is
+        the estimate's shortcut, exact when either side has the longer part throughout)."""
         s = self.servers[server]
-        phases = load_phases(s, self.models[model], fastest_tier(s, model))
-        return s.links.predict_chain_s(phases, delay)
+        tier = fastest_tier(s, model)
+        links_s = s.links.predict_chain_s(load_phases(s, self.models[model], tier), delay)
+        cpu = tuple(flow for flow in cpu_phases(s, self.models[model], tier) if flow)
+        return max(links_s, s.cores.predict_chain_s(cpu, delay)) if cpu else links_s
 
     def hidden_prefill_s(self, model: str, tokens: int) -> float:
         if not self._config.pipelined(model):

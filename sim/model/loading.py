@@ -13,12 +13,22 @@ is downloaded over the network link into the server's SSD (its writes crossing t
 disk, if shared), admitted there (least recently used out; if it cannot be, the load still
 reads the downloaded copy, which is then dropped) and pinned, then loaded from the SSD
 exactly as an SSD start is. The instance's tier stays remote.
+
+Where the servers' group gives its loads a CPU cost (`load_cpu_s_per_gb` for a load
+from SSD, `download_cpu_s_per_gb` for a download or a load streamed from the remote
+tier), each phase also runs a flow of that many CPU-seconds on the host's cores, capped
+at the CPU rate it takes at the phase's own solo rate (so that, alone, it never
+lengthens the phase); the phase ends when its bytes and its CPU work are both done. The
+CPU flow thus competes with the start-ups' CPU stages and the other loads' CPU work for
+the host's cores, as the page faults, copies and checksums of a real load do on a small
+host; it runs at its solo pace even while the phase's bytes are slowed by a shared link,
+so a load's CPU is spent early rather than spread over it.
 """
 
 import math
 from collections.abc import Callable
 
-from sim.model.server import Server
+from sim.model.server import CORES, Server
 from sim.spec import ModelSpec
 from thaw_kernel.tiers import Tier
 
@@ -41,6 +51,28 @@ def load_phases(server: Server, model: ModelSpec, tier: Tier) -> tuple[Phase, ..
         download = (float(model.weights), server.download_path, math.inf)
         return download, (float(model.weights), server.paths[Tier.SSD], cap)
     return ((float(model.weights), server.paths[tier], cap),)
+
+
+def cpu_phases(server: Server, model: ModelSpec, tier: Tier) -> tuple[Phase | None, ...]:
+    """Beside each of `load_phases`, its CPU work on the host's cores as a flow (CPU-seconds,
+    `CORES`, cap), or None where it takes none."""
+    group, gb = server.group, model.weights / 1e9
+    per_gb = {Tier.DRAM: 0.0, Tier.SSD: group.load_cpu_s_per_gb}
+    remote = [group.download_cpu_s_per_gb] + [group.load_cpu_s_per_gb] * server.download
+    costs = [per_gb[tier]] if tier in per_gb else remote
+    return tuple(
+        _cpu_flow(server, phase, cost * gb)
+        for phase, cost in zip(load_phases(server, model, tier), costs, strict=True)
+    )
+
+
+def _cpu_flow(server: Server, phase: Phase, work: float) -> Phase | None:
+    """`work` CPU-seconds capped at the rate that, alone, ends with the phase's bytes."""
+    if work <= 0:
+        return None
+    size, links, cap = phase
+    solo = min([cap, *(server.links.capacity[link] for link in links)])
+    return (work, CORES, work * solo / size)
 
 
 class CheckpointLoad:
@@ -70,25 +102,47 @@ class CheckpointLoad:
 
     def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
         """Begin the load after `delay` (the instance start-up); `on_done` when it ends."""
-        links = self.server.links
-        self.began_at = links.now + delay
+        self.began_at = self.server.links.now + delay
+        phases = load_phases(self.server, self.model, self.tier)
+        cpu = cpu_phases(self.server, self.model, self.tier)
+        self._phase(0, delay, phases, cpu, on_done)
 
-        def finish() -> None:
-            self.ended_at = links.now
-            self._install()
-            on_done()
+    def _phase(
+        self,
+        k: int,
+        delay: float,
+        phases: tuple[Phase, ...],
+        cpu: tuple[Phase | None, ...],
+        on_done: Callable[[], None],
+    ) -> None:
+        """Run phase `k` (in `delay` seconds: only the first phase waits), then the next,
+        or end the load."""
+        links, cores = self.server.links, self.server.cores
+        last = k == len(phases) - 1
+        parts = [1 + (cpu[k] is not None)]
 
-        if self.tier == Tier.REMOTE and self.server.download:
-            download, load = load_phases(self.server, self.model, self.tier)
-
-            def downloaded() -> None:
+        def part_done() -> None:
+            parts[0] -= 1
+            if parts[0]:
+                return
+            if last:
+                self.ended_at = links.now
+                self._install()
+                on_done()
+            else:
                 self.downloaded_at = links.now
                 self._stage()
-                links.start(*load, finish, self.progress)
+                self._phase(k + 1, 0.0, phases, cpu, on_done)
 
-            links.start_in(delay, *download, downloaded, then=(load,))
-            return
-        links.start_in(delay, self.model.weights, self.links, self.cap, finish, self.progress)
+        progress = self.progress if last else None
+        if k == 0:
+            links.start_in(delay, *phases[k], part_done, progress, then=phases[k + 1 :])
+            if cpu[k] is not None:
+                cores.start_in(delay, *cpu[k], part_done)
+        else:
+            links.start(*phases[k], part_done, progress)
+            if cpu[k] is not None:
+                cores.start(*cpu[k], part_done)
 
     def _stage(self) -> None:
         """The download is on the SSD: admit it there if it fits, pinned while it is read."""

@@ -23,6 +23,7 @@ from thaw_kernel.tiers import Tier
 LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
 DOWNLOAD = ("network",)
 HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
+CORES = ("cores",)  # what a CPU-bound flow crosses: its host's cores (`Server.cores`)
 
 
 class Server:

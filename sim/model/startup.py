@@ -14,10 +14,8 @@ from collections.abc import Callable
 
 from sim.model.clock import Clock
 from sim.model.loading import CheckpointLoad
-from sim.model.server import Server
+from sim.model.server import CORES, Server
 from thaw_kernel.stages import CPU, FIXED, LOAD, Step
-
-CORES = ("cores",)  # the one shared resource a CPU stage crosses
 
 
 class Startup:
