@@ -21,7 +21,10 @@
 #               ceiling (pinned, on a GPU) beside them;
 #   measure     python -m calibration.measure writing profile-<device name>.json;
 #   migration   no step of its own: measure's last probe migrates tokens onto the device
-#               and cuda-tests checks that a migration onto the GPU continues identically.
+#               and cuda-tests checks that a migration onto the GPU continues identically;
+#   tiers       on cuda only: python -m calibration.validate --scenario tiers --quick
+#               --policies startup-aware, its 1-2 GB checkpoints loaded onto the GPUs
+#               from DRAM, SSD and the loopback remote store (its report under tiers/).
 # summary.txt gets one line per step (status, wall seconds, output) as each ends, then
 # the tally; the exit status is 0 only if every step was ok. --device cpu is the dry-run
 # of the same steps, small: a 256MiB checkpoint and `measure --quick`.
@@ -65,7 +68,7 @@ done
 case $DEVICE in
 cuda)
     SIZE=${SIZE:-4GiB}
-    BUDGET=${BUDGET:-480}
+    BUDGET=${BUDGET:-900}
     QUICK=""
     EXTRA_DISK_GIB=8 # measure's 2GiB checkpoint twice, and its 2.2 GB reference model
     ;;
@@ -256,7 +259,12 @@ measure() {
         --description "A session of benchmarks/gpu_session.sh."
 }
 
-export -f check_python failed setup choose_scratch environment cuda_tests loader measure
+tiers() {
+    "$PY" -m calibration.validate --scenario tiers --quick --policies startup-aware \
+        --dir "$SCRATCH" --out "$OUT_DIR/tiers"
+}
+
+export -f check_python failed setup choose_scratch environment cuda_tests loader measure tiers
 export DEVICE SIZE OUT_DIR REPO STATE SCRATCH_ARG EXTRA_DISK_GIB LOADER_RUNS QUICK
 
 # --- running and recording the steps ---
@@ -326,6 +334,11 @@ step cuda-tests 150 cuda-tests.log cuda_tests
 step loader 240 loader.log loader
 step measure 300 measure.log measure
 record migration covered - "by measure's migration probe and cuda-tests"
+if [ "$DEVICE" = cuda ]; then
+    step tiers 420 tiers.log tiers
+else
+    record tiers skipped - "on cuda only (on the CPU it is python -m calibration.validate)"
+fi
 
 echo "total: $OK of $RAN steps ok in $((SECONDS)) s" >>"$SUMMARY"
 cat "$SUMMARY"

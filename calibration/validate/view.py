@@ -4,12 +4,17 @@ The same policy code the simulator runs decides here, so the books keep what it 
 the way `sim.model.cluster` does: per tier and model an `IndexedSet` of holders (kept by the
 simulator's own `CheckpointCache`, so LRU order and eviction are the same), and per
 available-GPU count an `IndexedSet` of servers (so `random` sees candidates in the same
-order and its seeded draws mean the same). Load-time estimates come from the cluster's
-bandwidths with the profile laid over them, as a real ServerlessLLM scheduler estimates
-from measured ones: bytes over the tier's bandwidth, and from the remote store the
-download then the load from SSD. They price a load alone: where the simulator's
-estimator also sees the loads already sharing the host's disk, these books do not (a
-real scheduler knows its loads' bandwidths, not their contention). `running` lists the
+order and its seeded draws mean the same). A start-up is priced by the same steps as
+the simulator's (the profile's measured engine: its fixed part, its CPU-bound part,
+the load, the warm-up), each from the cluster's figures with the profile laid over
+them, as a real ServerlessLLM scheduler estimates from measured ones: a CPU stage's
+CPU-seconds at one core, a load's bytes over its tier's bandwidth (from the remote
+store, the download then the load from SSD) or, where the cores cannot keep up, its CPU
+work over them. They price each alone: where the simulator's estimator also sees the
+start-ups and loads already sharing the host's cores and disk, these books do not (a
+real scheduler knows its loads' bandwidths, not their contention). On the validation's
+one host every server shares the same cores and disk, so this moves every candidate's
+estimate alike. `running` lists the
 busy warm instances the replay can migrate, and rounds are priced by the simulator's own
 cost model (`sim.model.migration.round_cost`); `sleeping` lists none: the replay's
 engines do not sleep.
@@ -22,7 +27,7 @@ from sim.model.cache import CheckpointCache
 from sim.model.indexed_set import IndexedSet
 from sim.model.migration import round_cost
 from sim.spec import ClusterConfig
-from thaw_kernel.stages import Step, default_steps
+from thaw_kernel.stages import Step
 from thaw_kernel.tiers import CACHE_TIERS
 
 
@@ -99,7 +104,7 @@ class Books:
         return self.clock()
 
     def steps(self, model: str) -> tuple[Step, ...]:
-        return default_steps(self.config.instance_startup_s)
+        return self.config.steps(model)
 
     def gpus_needed(self, model: str) -> int:
         return 1
@@ -146,7 +151,9 @@ class Books:
         return load_s(self.config, self.models[model], self.fastest_tier(server, model))
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
-        raise NotImplementedError("the real replay's start-ups have no CPU-bound stages")
+        """The stages alone on the host's cores, one core each at most."""
+        cores = self.config.servers[0].host_cores
+        return max(cpu_seconds) / min(1.0, cores / len(cpu_seconds))
 
     def running(self, server: int) -> list[Running]:
         return self.running_on(server)
@@ -163,11 +170,18 @@ def load_s(config: ClusterConfig, size: int, tier: str) -> float:
     """A load of `size` bytes from `tier` on one of the replay's servers, alone, as the
     simulator prices it: through PCIe from DRAM; also through the server's SSD link and
     the host's disk from SSD; from the remote store, the download over the network link
-    (and the disk it writes to) first."""
+    (and the disk it writes to) first. A phase that takes CPU takes at least its CPU work
+    over the host's cores."""
     group = config.servers[0]  # one group: the replay's servers are alike
-    rate = group.pcie
     if tier == "dram":
-        return size / rate
+        return size / group.pcie
     disk = group.host_disk or float("inf")
-    download = size / min(group.network, disk) if tier == "remote" else 0.0
-    return download + size / min(rate, group.ssd_read, disk)
+    gb = size / 1e9
+    read = max(
+        size / min(group.pcie, group.ssd_read, disk),
+        gb * group.load_cpu_s_per_gb / group.host_cores,
+    )
+    if tier != "remote":
+        return read
+    download = size / min(group.network, disk)
+    return max(download, gb * group.download_cpu_s_per_gb / group.host_cores) + read

@@ -54,6 +54,7 @@ def test_the_dry_run_reports_every_step_ok(dry_run):
         assert steps[step][1] == "ok", steps[step]
         assert (out / steps[step][3]).is_file()  # its output, kept
     assert steps["migration"][1] == "covered"
+    assert steps["tiers"][1] == "skipped"  # on cuda only
     assert f"total: {len(STEPS)} of {len(STEPS)} steps ok" in (out / "summary.txt").read_text()
     scratch = Path(steps["env"][-1].rstrip(")"))
     assert scratch.name.startswith("thaw-gpu-session-") and not scratch.exists()  # removed
