@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from sim.model.instance import SLEEPING, STOPPED, Instance
+from sim.model.instance import SLEEPING, STOPPED, WARM, Instance
 from sim.schema import STATUSES
 from thaw_kernel.tiers import CACHE_TIERS
 
@@ -198,6 +198,10 @@ def _check_sleeping(sim: "Audited", server) -> None:
     room = server.gpus * sleepers.room[server.group_index]
     if kept != server.sleep_memory or kept > room:
         _fail(sim, f"server {server.id}: sleeping engines keep {kept} B ({room} B allowed)")
+    for i in server.copying:  # woken at level 1, their weights still in DRAM
+        if i not in server.instances or i.state == WARM:
+            _fail(sim, f"server {server.id}: instance {i.id} copying its weights but {i.state}")
+        weights += i.model.weights
     if weights != server.dram.reserved:
         _fail(sim, f"server {server.id}: DRAM reserves {server.dram.reserved} B for {weights}")
 

@@ -77,6 +77,9 @@ class Server:
         # asleep, and the GPU memory they keep, summed over their GPUs.
         self.sleeping: dict[Instance, float] = {}
         self.sleep_memory = 0
+        # Level-1 engines woken whose weights are still crossing from DRAM to their GPUs:
+        # their DRAM stays reserved until the copy ends.
+        self.copying: set[Instance] = set()
 
     @property
     def available_gpus(self) -> int:

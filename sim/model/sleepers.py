@@ -9,7 +9,8 @@ the server can host leaves of a GPU's memory, and all of them together at most t
 per GPU of the server, so an awake instance fits beside them (exactly, were the sleeping
 engines spread evenly over the GPUs; the simulator does not track which GPU is which).
 Level 1 also keeps the weights in the server's DRAM (reserved in its DRAM cache, evicting
-cached checkpoints as a load would); an engine that finds no room stops instead.
+cached checkpoints as a load would), until a wake's copy of them to the GPUs ends; an
+engine that finds no room stops instead.
 
 Waking takes free GPUs, then those of idle instances in the order starts reclaim them
 (the keep-alive policy's), each put to sleep in turn if it can (a swap: the wake waits for
@@ -19,7 +20,8 @@ own PCIe lanes (weights / (gpus x pcie)); at level 2, a reload from the fastest 
 holds the checkpoint (pinned before the swap, as a start's load is from its decision),
 sharing the server's links as a cold start's load does. `wake_s` prices a wake without
 making it, the one estimate both the policies are offered and the wake records. Falling
-asleep by keep-alive is instant (no one waits for those GPUs). Asleep, an engine is
+asleep by keep-alive is instant (no one waits for those GPUs; docs/sleep-and-overlap.md
+says what that leaves out). Asleep, an engine is
 charged GPU-seconds for the share of its GPUs' memory it keeps. Requests join a sleeping
 engine of their model (waking it) after warm and starting instances: before any new
 start, unless the policy weighs wakes against starts (`Policy.weighs_wakes`).
@@ -141,10 +143,10 @@ class Sleepers:
         is exact."""
         server, model = self._cluster.servers[instance.server], instance.model
         level = self._level(instance)
-        # As after `wake` ends its sleep and pins its reload's source.
+        # As after `wake` ends its sleep and pins its reload's source (a level-1 engine's
+        # weights stay reserved until its copy ends: the swap cannot take their room).
         memory = server.sleep_memory - self.kept(instance)
         dram = server.dram.reservable(model.name if level == 2 else "")
-        dram += model.weights if level == 1 else 0
         free, swap_s = server.free_gpus, 0.0
         for victim in self._cluster.reclaim_order(server):
             if free >= model.gpus:
@@ -176,7 +178,14 @@ class Sleepers:
         self.wakes[level] += 1
         if load is None:
             instance.tier = Tier.DRAM
-            self._clock.call_in(swap_s + self._copy_s(instance), instance.ready)
+            server.copying.add(instance)
+
+            def copied() -> None:
+                server.copying.discard(instance)
+                server.dram.release(model.weights)
+                instance.ready()
+
+            self._clock.call_in(swap_s + self._copy_s(instance), copied)
         else:
             instance.tier = load.tier
             steps = ((Stage("swap", FIXED, swap_s),), *RELOAD) if swap_s else RELOAD
@@ -216,7 +225,7 @@ class Sleepers:
         since = server.sleeping.pop(instance)
         kept = self.kept(instance)
         server.sleep_memory -= kept
-        if self._level(instance) == 1:
+        if self._level(instance) == 1 and why != "woken":  # a wake's copy releases it
             server.dram.release(instance.model.weights)
         share = kept / server.group.gpu_memory * (self._clock.now - since)
         self.gpu_seconds += share

@@ -103,6 +103,24 @@ def test_a_reload_pins_its_source_before_the_swap_reserves_dram(tmp_path, policy
     assert sim.table.frame()["tier"][2] == "dram"
 
 
+@pytest.mark.parametrize("policy", ["locality", "startup-aware"])
+def test_a_level_1_wake_holds_its_weights_dram_until_its_copy_ends(tmp_path, policy):
+    # As above with 6 GiB of DRAM: a's 4 GiB of weights are reserved while it sleeps, and
+    # stay so while they cross to the GPU. At 23 the wake needs b's GPU: b's weights
+    # would need 4 GiB of DRAM beside a's, and 2 are left, so b stops rather than sleeps,
+    # and a's copy alone takes 1 s: ready at 24, TTFT 2.5. Released at the wake's start,
+    # a's room would have let b sleep into DRAM that a's weights still filled.
+    config(tmp_path, gpus=1)
+    path = tmp_path / "sleepy.toml"
+    path.write_text(path.read_text().replace('dram = "8GiB"', 'dram = "6GiB"'))
+    rows = [(0.0, "a", 512, 1), (15.0, "b", 2048, 1), (22.0, "a", 512, 1)]
+    sim = simulate(read_config(path), rows, policy, check=True)
+    assert list(sim.table.ttft_s) == [6.5, 8.0, 2.5]
+    assert sim.table.estimate_s[2] == sim.table.startup_s[2] == 1.0
+    b = sim.cluster.log.frame().query("instance == 1")
+    assert list(b["end"]) == ["reclaimed"]
+
+
 def test_the_dram_a_wake_may_reserve_counts_the_checkpoint_it_will_pin():
     cache = CheckpointCache(8, lambda model, held: None)
     cache.admit("a", 4)
