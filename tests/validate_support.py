@@ -33,12 +33,15 @@ def write_profile(path: Path) -> Path:
 
 
 def cluster_config(
-    work: Path, sizes: dict[str, int] = MODELS, scenario: Scenario = QUICK
+    work: Path,
+    sizes: dict[str, int] = MODELS,
+    scenario: Scenario = QUICK,
+    profile: Path | None = None,
 ) -> ClusterConfig:
     """The cluster the replay writes for the simulator, of models of `sizes` bytes, with
-    the fixed profile laid over it."""
+    `profile` (by default the fixed one) laid over it."""
     write_cluster(scenario, Layout(work, work), sizes)
-    return read_config(work / "cluster.toml", write_profile(work / "profile.json"))
+    return read_config(work / "cluster.toml", profile or write_profile(work / "profile.json"))
 
 
 def books(

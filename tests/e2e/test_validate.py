@@ -101,6 +101,29 @@ def test_startup_aware_estimates_from_the_profile_bandwidths(config):
     assert place("startup-aware", book).estimate_s == pytest.approx(2.3 + 40 * MB / 1.0e9)
 
 
+def test_the_books_price_the_measured_engine_s_steps_each_alone(tmp_path):
+    # A version-2 profile: a start-up of 2.3 s of which 1.5 CPU-seconds, 1.5 cores, a
+    # warm-up of 0.1 s, and loads from SSD taking 2 CPU-seconds a GB.
+    derived = DERIVED | {"startup_cpu_s": 1.5, "host_cores": 1.5, "warmup_s": 0.1}
+    derived |= {"load_cpu_s_per_byte": 2e-9}
+    document = {"version": 2, "machine": {"description": "by hand"}, "derived": derived}
+    (tmp_path / "profile.json").write_text(json.dumps(document))
+    book, _ = books(cluster_config(tmp_path, profile=tmp_path / "profile.json"), servers=2)
+    assert [[stage.name for stage in step] for step in book.steps("b")] == [
+        ["startup"],
+        ["startup-cpu"],
+        ["load"],
+        ["warmup"],
+    ]
+    assert book.cpu_s(0, (1.5,), 0.0) == 1.5  # one core of the 1.5
+    assert book.cpu_s(0, (1.5, 1.5), 0.0) == pytest.approx(2.0)  # 0.75 core each
+    # b's 60 MB from SSD: its bytes take 0.06 s at 1 GB/s, its 0.12 CPU-seconds 0.08 s
+    # on the 1.5 cores.
+    assert book.load_s(0, "b", 0.0) == pytest.approx(0.08)
+    decision = get_policy("startup-aware")(np.random.default_rng(0)).place(request("b"), book)
+    assert decision.estimate_s == pytest.approx(0.8 + 1.5 + 0.08 + 0.1)
+
+
 def test_the_dram_cache_evicts_least_recently_used_and_reports_it(config):
     book, evicted = books(config, servers=1, dram_bytes=90 * MB)
     book.dram[0].admit("a", 40 * MB)

@@ -18,6 +18,7 @@ DOCUMENTED = {
     "MODELS": (1_000_000, "| Models in a catalog | 1,000,000 |"),
     "HOST_CORES": (1_000_000, "(`host_cores`, and in a profile) | 0.01 to 1,000,000 |"),
     "HOST_CORES_MIN": (0.01, "| 0.01 to 1,000,000 |"),
+    "CPU_S_PER_GB": (1000.0, "| 0 to 1,000 CPU-seconds |"),
     "MAX_BATCH": (2**20, "| 2^20 |"),
     "LAYERS": (100_000, "| A model's `layers` | 100,000 |"),
     "MIGRATION_ROUNDS": (1_000_000, "`migration.max_rounds` | 1,000,000 |"),
