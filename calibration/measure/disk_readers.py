@@ -190,18 +190,24 @@ def main(argv: list[str]) -> None:
     loader's geometry into a pre-faulted buffer: the device's bound), each answered with
     its start and end on the monotonic clock and the CPU-seconds it took."""
     warnings.simplefilter("error", DirectIOFallback)
-    out = host_buffer(int(argv[0]))
-    with tempfile.TemporaryDirectory(prefix="thaw-reader-", dir=SHM) as scratch:
-        target = Path(scratch) / BLOB_NAME if SHM.is_dir() else None
+    size, buffers = int(argv[0]), []  # the raw reads' buffer, made at the first of them
+    shm = SHM if SHM.is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="thaw-reader-", dir=shm) as scratch:
+        target = Path(scratch) / BLOB_NAME if shm else None
         print(READY, flush=True)
         for line in sys.stdin:
             command, _, path = line.rstrip("\n").partition(" ")
+            if command != LOAD_COMMAND and not buffers:
+                buffers.append(host_buffer(size))  # only the reader that reads raw has one
+            out = buffers[0] if buffers else None
             print(" ".join(map(str, _timed(command, Path(path), out, target))), flush=True)
 
 
-def _timed(command: str, path: Path, out: torch.Tensor, target: Path | None) -> tuple[float, ...]:
+def _timed(
+    command: str, path: Path, out: torch.Tensor | None, target: Path | None
+) -> tuple[float, ...]:
     """(start, end, CPU-seconds) of one command; a load goes into a new file at `target`
-    (fresh anonymous memory if None), removed after."""
+    (fresh anonymous memory if None), removed after; a raw read into `out`."""
     cpu_before, started = time.process_time(), time.monotonic()
     if command == LOAD_COMMAND:
         into = None if target is None else file_buffer(target, buffer_bytes(path))

@@ -55,7 +55,7 @@ from calibration.validate.scenario import (
 )
 from calibration.validate.scheduler import Replay
 from calibration.validate.stages import STAGES, real_stages, sim_stages
-from calibration.validate.summary import p99_ratios, summarize
+from calibration.validate.summary import p99_ratios, pooled, summarize
 from sim.config import read_config
 from sim.config.profile import read_profile
 from thaw_kernel import seeds
@@ -249,6 +249,18 @@ def _repeat(
     return results, files, before
 
 
+def _pooled(
+    files: dict[str, pd.DataFrame | bytes], policy: str, first: int, repeats: int
+) -> dict[str, float]:
+    """`policy`'s percentiles over the requests of every repeat, from its tables."""
+    seeds = range(first, first + repeats)
+    real, simulated = (
+        [files[f"seed-{seed}/{policy}-{side}.csv"]["ttft_s"].to_numpy() for seed in seeds]
+        for side in ("real", "sim")
+    )
+    return pooled(real, simulated)
+
+
 def _check_out(out: Path | None) -> None:
     """Refuse, before minutes of replay, an `--out` that could not be written."""
     if out is None:
@@ -327,7 +339,9 @@ def run(args: argparse.Namespace) -> dict:
         "device": devices.kind(scenario.servers),
         "inference_speeds": speeds,
         "policies": {
-            policy: summarize(results) | {"runs": results} for policy, results in runs.items()
+            policy: summarize(results)
+            | {"pooled": _pooled(files, policy, args.seed, repeats), "runs": results}
+            for policy, results in runs.items()
         },
     }
     report |= p99_ratios(report["policies"])
@@ -343,9 +357,10 @@ def _table(report: dict) -> str:
     repeats = report["scenario"]["repeats"]
     lines = [
         f"TTFT, median of {repeats} repeat(s); error = sim / real - 1, its range over repeats;",
+        "|error|: the median of its size over repeats; pooled: over every repeat's requests;",
         "as measured: the error with the profile's start-up, not timed again around the replay",
         f"{'policy':<14} {'':>4} {'real s':>8} {'sim s':>8} {'error':>7}  {'range':>15}"
-        f"  {'as measured':>11}",
+        f"  {'|error|':>7} {'pooled':>7}  {'as measured':>11}",
     ]
     for policy, result in report["policies"].items():
         for q in PERCENTILES:
@@ -353,9 +368,13 @@ def _table(report: dict) -> str:
             error = result[f"ttft_p{q}_rel_error"]
             low, high = result[f"ttft_p{q}_rel_error_range"]
             measured = result["with_profile_startup"][f"ttft_p{q}_rel_error"]
+            size, pooled_error = (
+                result[f"ttft_p{q}_abs_rel_error"],
+                result["pooled"][f"ttft_p{q}_rel_error"],
+            )
             lines.append(
                 f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}  "
-                f"{low:+7.1%}..{high:+7.1%}  {measured:+11.1%}"
+                f"{low:+7.1%}..{high:+7.1%}  {size:7.1%} {pooled_error:+7.1%}  {measured:+11.1%}"
             )
     lines += ["", "cold-start stages, median s (median of repeats)"]
     lines.append(f"{'policy':<14} {'stage':<16} {'real s':>8} {'sim s':>8}")

@@ -1,14 +1,17 @@
 """One policy's repeats, summed up: the median over repeats and the range across them.
 
 A single replay's percentile error moves by tens of percent from one trace to the next
-(30 requests, a handful of cold starts, a machine shared with other work); the median
-over repeats with different seeds says what the simulator gets right, the range how much
-one run can tell.
+(a handful of cold starts, placements that part ways after one slower start, a machine
+shared with other work); the median over repeats with different seeds says what the
+simulator gets right, the range how much one run can tell. Beside the signed median,
+the median of the errors' sizes (what the validation's goals are stated on), and the
+percentiles of every repeat's requests pooled (`pooled`): a percentile over them all
+rests on more requests than any one repeat's.
 """
 
 import numpy as np
 
-from calibration.validate.compare import PERCENTILES
+from calibration.validate.compare import PERCENTILES, errors
 from calibration.validate.loads import TIERS
 from calibration.validate.stages import STAGES
 
@@ -24,6 +27,7 @@ def summarize(repeats: list[dict]) -> dict:
             out[f"ttft_p{q}_{side}"] = _median([r[f"ttft_p{q}_{side}"] for r in repeats])
         error = [r[f"ttft_p{q}_rel_error"] for r in repeats]
         out[f"ttft_p{q}_rel_error"] = _median(error)
+        out[f"ttft_p{q}_abs_rel_error"] = _median([abs(e) for e in error])
         out[f"ttft_p{q}_rel_error_range"] = [float(min(error)), float(max(error))]
     # The same errors' medians with the profile's start-up as measured, not timed again.
     out["with_profile_startup"] = {
@@ -53,6 +57,12 @@ def summarize(repeats: list[dict]) -> dict:
         }
     out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
     return out
+
+
+def pooled(real: list[np.ndarray], simulated: list[np.ndarray]) -> dict[str, float]:
+    """Each percentile's real and simulated TTFT, and the signed error, over the requests
+    of every repeat together (each side's arrays, one per repeat)."""
+    return errors(np.concatenate(real), np.concatenate(simulated))
 
 
 def _or_none(value: float) -> float | None:

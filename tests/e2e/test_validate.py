@@ -21,7 +21,7 @@ from calibration.validate.records import InstanceRecord, Records
 from calibration.validate.reprobe import Probe, reprobed
 from calibration.validate.scenario import MODELS
 from calibration.validate.stages import STAGES, real_stages, sim_stages
-from calibration.validate.summary import summarize
+from calibration.validate.summary import pooled, summarize
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
@@ -248,6 +248,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["repeats"] == 3
     assert summary["ttft_p99_rel_error"] == 0.05
     assert summary["ttft_p99_rel_error_range"] == [-0.2, 0.1]
+    assert summary["ttft_p99_abs_rel_error"] == 0.1  # the median of 0.2, 0.1 and 0.05
     assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
     assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
     assert summary["migrated_requests"] == {"real": 6, "sim": 3}
@@ -256,6 +257,17 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert loads["remote"] == {"loads": 0, "median_s": None}
     assert summary["load_share_real"] == 0.55
     assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
+
+
+def test_pooled_percentiles_are_taken_over_every_repeat_s_requests():
+    # Two repeats of two requests each: alone, each repeat's median is 1.5 real against
+    # 3.5 (+133%) and 5.5 (+267%) simulated; pooled, the four requests' medians are 1.5
+    # and 4.5 (+200%).
+    real = [np.array([1.0, 2.0]), np.array([3.0, 0.0])]
+    simulated = [np.array([3.0, 4.0]), np.array([5.0, 6.0])]
+    figures = pooled(real, simulated)
+    assert (figures["ttft_p50_real_s"], figures["ttft_p50_sim_s"]) == (1.5, 4.5)
+    assert figures["ttft_p50_rel_error"] == pytest.approx(2.0)
 
 
 def test_a_reprobed_profile_takes_the_probes_median_start_up(profile, tmp_path):
