@@ -5,6 +5,7 @@ run, through the schema in `sim.schema`. Of a sweep, `sweep.parquet` says which 
 belong to its grid; their rows come from their summaries, like any other run's.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +17,11 @@ from sim.schema import (
     SCHEMA_VERSION,
     SUMMARY,
     SWEEP_TABLE,
-    read_summary,
+    summary_problem,
     summary_row,
 )
 from thaw_kernel.errors import InputError
-from thaw_kernel.user_files import check_regular_file
+from thaw_kernel.user_files import check_regular_file, read_bytes
 
 SETTING = (
     "trace",
@@ -75,12 +76,39 @@ def policy_order(names) -> list[str]:
 
 
 def _run_dirs(path: Path) -> list[Path]:
-    if (path / SUMMARY).is_file():
+    """The run directories under `path`: itself, a sweep's listed runs, or every directory
+    below holding a summary, but for the hidden ones a run is staged in while written."""
+    if (path / SUMMARY).exists():
         return [path]
     if (path / SWEEP_TABLE).is_file():
         runs = read_parquet(path / SWEEP_TABLE)
         return [path / run for run in runs["run"]] if "run" in runs else []
-    return sorted(summary.parent for summary in path.rglob(SUMMARY))
+    found = (summary.parent for summary in path.rglob(SUMMARY))
+    return sorted(d for d in found if not any(p.startswith(".") for p in d.relative_to(path).parts))
+
+
+def read_run_summary(run_dir: Path) -> dict:
+    """A run's summary, checked: run directories are written whole, so one that is missing,
+    does not parse, is of another schema version, or lacks what `analysis` reads is
+    damaged, and is refused naming the file (and the key)."""
+    path = run_dir / SUMMARY
+    check_regular_file(path, AnalysisInputError)  # a FIFO is refused, never read
+    try:
+        summary = json.loads(read_bytes(path).decode("utf-8"))
+    except (ValueError, RecursionError) as err:
+        raise AnalysisInputError(
+            f"{path}: not valid JSON ({' '.join(str(err).split())[:80]}): a run directory "
+            "is written whole, so this one is damaged"
+        ) from None
+    if isinstance(summary, dict) and summary.get("schema_version") != SCHEMA_VERSION:
+        raise AnalysisInputError(
+            f"{path}: schema_version {summary.get('schema_version')!r}; this "
+            f"thaw reads version {SCHEMA_VERSION} (write it again with this thaw)"
+        )
+    problem = summary_problem(summary)
+    if problem is not None:
+        raise AnalysisInputError(f"{path}: {problem}")
+    return summary
 
 
 def read_runs(path: str | Path) -> Runs:
@@ -89,16 +117,10 @@ def read_runs(path: str | Path) -> Runs:
     path = Path(path)
     if not path.is_dir():
         raise AnalysisInputError(f"{path}: no such directory")
-    rows = []
-    for run_dir in _run_dirs(path):
-        summary = read_summary(run_dir)
-        if summary is not None and summary.get("schema_version") != SCHEMA_VERSION:
-            raise AnalysisInputError(
-                f"{run_dir / SUMMARY}: schema_version {summary.get('schema_version')!r}; this "
-                f"thaw reads version {SCHEMA_VERSION} (write it again with this thaw)"
-            )
-        if summary is not None:
-            rows.append({**summary_row(summary), "path": str(run_dir)})
+    rows = [
+        {**summary_row(read_run_summary(run_dir)), "path": str(run_dir)}
+        for run_dir in _run_dirs(path)
+    ]
     if not rows:
         raise AnalysisInputError(f"{path}: no run directories (with a summary.json) found")
     table = pd.DataFrame(rows)

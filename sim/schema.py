@@ -8,6 +8,7 @@ and `analysis` agree. It imports nothing of the simulator: `analysis` may import
 """
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,78 @@ __all__ = [
     "SWEEP_TABLE",
     "coordinates",
     "read_summary",
+    "summary_problem",
     "summary_row",
 ]
+
+
+# What `analysis` reads of every summary, and what each must be: a summary without one
+# of them, or with something else there, is damaged (`summary_problem`). "number?" may
+# also be null: the writer's word for a figure over no requests.
+_READ_FIELDS = {
+    "policy": "string",
+    "seed": "integer",
+    "requests": "integer",
+    "completed": "integer",
+    "ttft_p50_s": "number?",
+    "ttft_p99_s": "number?",
+    "gpu_seconds": "number",
+    "simulated_s": "number",
+    "migrations": "integer",
+    "migration_pause_p99_s": "number?",
+    "preemptions": "integer",
+    **{f"loads_by_tier.{tier}": "integer" for tier in LOAD_TIERS if tier != "peer"},
+}
+# Where a run sits: a sweep's run records its point, a single run its trace and config.
+_SWEEP_FIELDS = {f"sweep.{key}": "any" for key in COORDINATES if key != "keep_alive"}
+_RUN_FIELDS = {"trace.path": "string", "config_sha256": "string"}
+
+
+def summary_problem(summary: Any) -> str | None:
+    """What makes a parsed summary unreadable (a key missing, a value of another type, a
+    number that is not finite, anywhere in it), or None."""
+    if not isinstance(summary, dict):
+        return f"expected a JSON object, got {type(summary).__name__}"
+    where = _SWEEP_FIELDS if "sweep" in summary else _RUN_FIELDS
+    for key, kind in {**_READ_FIELDS, **where}.items():
+        value: Any = summary
+        for part in key.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return f"{key}: missing"
+            value = value[part]
+        if not _is(value, kind):
+            return f"{key}: expected {kind.rstrip('?')}, got {value!r:.40}"
+    return _non_finite("", summary)
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "any":
+        return True
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if value is None:
+        return kind == "number?"
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _non_finite(prefix: str, value: Any) -> str | None:
+    """The first key, nested keys joined with dots, whose value is NaN or infinite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{prefix}: {value!r} is not a finite number"
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, inner in items:
+        problem = _non_finite(f"{prefix}.{key}" if prefix else str(key), inner)
+        if problem:
+            return problem
+    return None
 
 
 def read_summary(run_dir: Path) -> dict | None:

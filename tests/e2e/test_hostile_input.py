@@ -207,9 +207,40 @@ DAMAGED_RUNS = {
     ),
     "summary nested deeply": (
         lambda run: (run / "summary.json").write_text("[" * 100_000 + "]" * 100_000),
-        "no run directories (with a summary.json) found",
+        "summary.json: not valid JSON",
+    ),
+    "summary cut short": (
+        lambda run: (run / "summary.json").write_text('{"schema_version": 1, "poli'),
+        "summary.json: not valid JSON",
+    ),
+    "summary missing a key": (
+        lambda run: _edit_summary(run, lambda s: s.pop("gpu_seconds")),
+        "summary.json: gpu_seconds: missing",
+    ),
+    "summary with a string for a number": (
+        lambda run: _edit_summary(run, lambda s: s.update(ttft_p99_s="fast")),
+        "summary.json: ttft_p99_s: expected number, got 'fast'",
+    ),
+    "summary with NaN": (
+        lambda run: _edit_summary(run, lambda s: s["loads_by_tier"].update(ssd=math.nan)),
+        "summary.json: loads_by_tier.ssd: expected integer, got nan",
+    ),
+    "summary with NaN where nothing checks its type": (
+        lambda run: _edit_summary(run, lambda s: s.update(wasted_tokens=math.inf)),
+        "summary.json: wasted_tokens: inf is not a finite number",
+    ),
+    "summary not an object": (
+        lambda run: (run / "summary.json").write_text("[1, 2]"),
+        "summary.json: expected a JSON object, got list",
     ),
 }
+
+
+def _edit_summary(run: Path, change) -> None:
+    """Change the run's summary.json by hand, as a user editing it would."""
+    summary = json.loads((run / "summary.json").read_text())
+    change(summary)
+    (run / "summary.json").write_text(json.dumps(summary))
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +248,26 @@ def finished_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("finished") / "run"
     assert sim(["run", "--max-requests", "20", "--out", str(out), "--quiet"]) == 0
     return out
+
+
+def test_a_damaged_run_among_good_ones_is_named_never_dropped(folder, capsys, finished_run):
+    from analysis.cli import main as analysis
+
+    shutil.copytree(finished_run, folder / "runs" / "a")
+    shutil.copytree(finished_run, folder / "runs" / "b")
+    _edit_summary(folder / "runs" / "b", lambda s: s.pop("policy"))
+    refused(capsys, analysis, ["report", "runs", "-o", "report"], "runs/b/summary.json: policy")
+
+
+def test_a_run_still_being_staged_is_not_a_run(folder, capsys, finished_run):
+    from analysis.cli import main as analysis
+
+    shutil.copytree(finished_run, folder / "runs" / "a")
+    staging = folder / "runs" / ".b.tmp-0123456789ab"  # sim.results.run_dir's staging name
+    shutil.copytree(finished_run, staging)
+    (staging / "summary.json").write_text('{"schema_ver')  # half written
+    assert analysis(["report", "runs", "-o", "report"]) == 0
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGED_RUNS))
