@@ -71,13 +71,14 @@ def _models(column: pa.ChunkedArray, path: Path) -> pd.Categorical:
             raise TraceError(f"{path}: column model: not UTF-8 text") from None
     encoded = column.unify_dictionaries().combine_chunks()
     names = [str(n).strip() for n in encoded.dictionary.to_pylist()]
-    for name in names:
-        if len(name) > bounds.FIELD_CHARS:
-            raise TraceError(
-                f"{path}: model name {shown(name)} is longer than {bounds.FIELD_CHARS} "
-                "characters (thaw_kernel/bounds.py)"
-            )
     indices = encoded.indices.fill_null(len(names)).to_numpy()  # null: the "" name below
+    for code, name in enumerate(names):
+        if len(name) > bounds.FIELD_CHARS:
+            row = int(np.flatnonzero(indices == code)[0])
+            raise TraceError(
+                f"{path}: {where(path, row)}: model name {shown(name)} is longer than "
+                f"{bounds.FIELD_CHARS} characters (thaw_kernel/bounds.py)"
+            )
     model = categorical(indices, [*names, ""])
     empty = np.asarray(model == "")
     if empty.any():

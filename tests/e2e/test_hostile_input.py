@@ -131,7 +131,11 @@ HOSTILE_TRACES = {
     ),
     "parquet-model-of-10k-characters.parquet": (
         lambda p: _parquet(p, model=pa.array(["opt-6.7b", "x" * 10_000])),
-        "is longer than 4096 characters",
+        "row 1: model name 'xxx",
+    ),
+    "csv-model-of-5-megabytes.csv": (
+        lambda p: p.write_text(f"{TRACE}2,{'x' * 5_000_000},5,5\n"),
+        "line 4: model name 'xxx",
     ),
     "parquet-infinite-arrival.parquet": (
         lambda p: _parquet(p, arrival_s=pa.array([0.0, math.inf])),
