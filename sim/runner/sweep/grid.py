@@ -185,8 +185,11 @@ def _seeds(value: Any, base: Path) -> tuple[int, ...]:
 def _rate_scales(value: Any, base: Path) -> tuple[float, ...]:
     scales = tuple(float(x) for x in _list(value, (int, float)))
     for x in scales:
-        if not (math.isfinite(x) and x > 0):
-            raise ValueError(f"expected positive numbers, got {x!r}")
+        if not (math.isfinite(x) and 1 / bounds.SCALE <= x <= bounds.SCALE):
+            raise ValueError(
+                f"expected numbers from {1 / bounds.SCALE:g} to {bounds.SCALE:g} "
+                f"(thaw_kernel/bounds.py), got {x!r}"
+            )
     if len({f"{x:g}" for x in scales}) < len(scales):  # run directories name them so
         raise ValueError(f"scales too close to tell apart in 6 digits: {list(scales)}")
     return scales
