@@ -30,6 +30,11 @@ def catalog(models: str | None, cluster: Path | None) -> list[str]:
         names = [name.strip() for name in models.split(",")]
         if not all(names):
             raise TraceError(f"--models: expected NAME[,NAME...], got {models!r}")
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise TraceError(
+                f"--models: {twice[0]!r} is named twice (a catalog's order is its popularity)"
+            )
         return names
     for table, where in _sources(cluster):
         found = table.get("models")

@@ -102,6 +102,11 @@ def _generate(args: argparse.Namespace) -> traces.Trace:
             f"--rate x --duration: {args.rate * args.duration:g} requests; at most "
             f"{bounds.REQUESTS} (thaw_kernel/bounds.py)"
         )
+    if args.requests is not None and args.requests / args.rate > bounds.SECONDS:
+        raise traces.TraceError(
+            f"--requests / --rate: {args.requests / args.rate:g} s of arrivals; at most "
+            f"{bounds.SECONDS:g} s (thaw_kernel/bounds.py), what a trace may span"
+        )
     rng = seeds.rng(args.seed, "trace")
     options = trace_options(args)
     frame = synthesize(

@@ -132,7 +132,7 @@ def add_trace_options(parser: argparse.ArgumentParser, formats: list[str] | None
         )
     add(
         "--cv",
-        type=up_to(bounds.CV),
+        type=between(1 / bounds.CV, bounds.CV),
         default=1.0,
         help="inter-arrival CV of gamma arrivals (default: 1)",
     )

@@ -46,7 +46,7 @@ def run(*args: str) -> list[str]:
     ("args", "expected"),
     [
         (["--tokens", "fixed:1e300,5"], "--tokens 'fixed:1e300,5': expected 2 positive numbers"),
-        (["--cv", "1e300"], "--cv: expected a number > 0 and <= 1000, got '1e300'"),
+        (["--cv", "1e300"], "--cv: expected 0.001 to 1000, got '1e300'"),
         (["--scale", "1e12", "--max-requests", "10"], "--scale: expected a number > 0 and <="),
         (["--replicate", "1e9"], "--replicate: expected 1 to 10000, got '1e9'"),
         (["--replicate", "1000000000"], "--replicate: expected 1 to 10000"),

@@ -164,6 +164,19 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
             "--rate: expected a number > 0",
         ),
         (["generate", "--rate", "1e-9", "--duration", "1", "-o", "g.csv"], "no requests"),
+        # Each of these once ended in a traceback, or in a trace thaw would not read back.
+        (
+            ["generate", "--rate", "1e-300", "--requests", "5", "-o", "g.csv"],
+            "--requests / --rate: 5e+300 s of arrivals; at most 1e+10 s",
+        ),
+        (
+            ["generate", "--rate", "1", "--requests", "5", "--arrivals", "gamma", "--cv", "1e-300"],
+            "--cv: expected 0.001 to 1000, got '1e-300'",
+        ),
+        (
+            ["generate", "--rate", "1", "--requests", "5", "--models", "a,b,a", "-o", "g.csv"],
+            "--models: 'a' is named twice",
+        ),
         (["stats", "t.csv", "--window", "100:200"], "t.csv: no requests (after --window"),
     ],
 )
