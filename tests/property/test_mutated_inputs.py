@@ -3,11 +3,12 @@ hostile user hands over, a command exits 0 or 2 with one line on stderr and no
 traceback, and a file of the user's in the output directory is never changed."""
 
 import json
+import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from refusal import assert_one_line
+from refusal import assert_one_line, exit_status
 
 from sim.runner.cli import main as sim
 from traces.cli import main as traces
@@ -200,3 +201,49 @@ def test_values_beyond_the_clock_are_bad_input_naming_the_key(tmp_path, capsys, 
 def test_the_extremes_allowed_simulate_without_tripping_an_invariant(tmp_path, capsys, change):
     status, err = run_with(tmp_path, capsys, **change)
     assert status == 0, err
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A run directory `sim run` wrote, to damage copies of."""
+    folder = tmp_path_factory.mktemp("finished")
+    (folder / "cluster.toml").write_bytes(CLUSTER)
+    (folder / "trace.csv").write_bytes(TRACE)
+    argv = ["run", "--cluster", str(folder / "cluster.toml"), "--trace",
+            str(folder / "trace.csv"), "--out", str(folder / "run"), "--quiet"]  # fmt: skip
+    assert sim(argv) == 0
+    return folder / "run"
+
+
+@settings(PROPERTY, max_examples=40)
+@given(data=st.data())
+def test_a_summary_edited_by_hand(tmp_path, capsys, finished_run, data):
+    from analysis.cli import main as analysis
+
+    out, sentinel = setup(tmp_path)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(finished_run, out)
+    summary = out / "summary.json"
+    summary.write_bytes(data.draw(mutated(summary.read_bytes())))
+    report = out.parent / "report"
+    shutil.rmtree(report, ignore_errors=True)
+    check(capsys, analysis(["report", str(out), "-o", str(report)]), sentinel)
+
+
+# The generator's numbers, pushed to their extremes one at a time.
+GENERATOR_OPTIONS = (
+    "--rate", "--requests", "--duration", "--cv", "--zipf", "--seed", "--thin",
+    "--compress", "--replicate",
+)  # fmt: skip
+
+
+@settings(PROPERTY, max_examples=60)
+@given(
+    option=st.sampled_from(GENERATOR_OPTIONS),
+    value=st.sampled_from([h.decode("latin-1") for h in HOSTILE] + ["1e-300", "2.5", "-0"]),
+)
+def test_a_generator_option_at_its_extreme(tmp_path, capsys, option, value):
+    out, sentinel = setup(tmp_path)
+    argv = ["generate", "--rate", "1", "--requests", "5", "--arrivals", "gamma"]
+    argv += [option, value, "-o", str(out.with_suffix(".csv"))]
+    check(capsys, exit_status(traces, argv), sentinel)  # argparse's refusals exit
