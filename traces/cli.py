@@ -133,8 +133,11 @@ def _same_file(source: Path, out: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.seed < 0:
-        raise traces.TraceError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if not 0 <= args.seed <= bounds.SEED:
+        raise traces.TraceError(
+            f"--seed: expected an integer from 0 to {bounds.SEED} (thaw_kernel/bounds.py), "
+            f"got {args.seed}"
+        )
     if args.command == "stats":
         found = statistics(_read(args))
         print(json.dumps(found) if args.json else render(found))

@@ -58,7 +58,7 @@ from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import p99_ratios, pooled, summarize
 from sim.config import read_config
 from sim.config.profile import read_profile
-from thaw_kernel import seeds
+from thaw_kernel import bounds, seeds
 from thaw_kernel.command_line import Parser
 from thaw_kernel.command_line import run as run_command
 from thaw_kernel.errors import InputError
@@ -293,9 +293,12 @@ def _repeats(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> dict:
     policies = _policies(args.policies)
-    if args.seed < 0:
-        raise InputError(f"--seed: expected an integer >= 0, got {args.seed}")
     repeats = _repeats(args)
+    if not 0 <= args.seed <= bounds.SEED - (repeats - 1):  # the last repeat's seed too
+        raise InputError(
+            f"--seed: expected an integer from 0 to {bounds.SEED - (repeats - 1)} "
+            f"(thaw_kernel/bounds.py), got {args.seed}"
+        )
     _check_out(args.out)
     if args.profile is not None:
         read_profile(args.profile)  # bad input is refused before anything runs

@@ -18,6 +18,7 @@ from sim.runner.progress import ProgressBar
 from sim.runner.sweep.driver import SWEEP_FILE, run_sweep
 from sim.runner.sweep.grid import BACKENDS, read_sweep
 from sim.schema import SWEEP_TABLE
+from thaw_kernel import bounds
 from thaw_kernel.command_line import Parser
 from thaw_kernel.command_line import run as run_command
 from thaw_kernel.errors import InputError
@@ -260,8 +261,11 @@ def run(args: argparse.Namespace) -> int:
         config = with_queue(config, args.queue, "--queue")
     if args.keep_alive is not None:
         config = with_keep_alive(config, args.keep_alive, "--keep-alive")
-    if args.seed < 0:
-        raise InputError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if not 0 <= args.seed <= bounds.SEED:
+        raise InputError(
+            f"--seed: expected an integer from 0 to {bounds.SEED} (thaw_kernel/bounds.py), "
+            f"got {args.seed}"
+        )
     if args.max_requests is not None and args.max_requests < 1:
         raise InputError(f"--max-requests: expected a positive integer, got {args.max_requests}")
     if args.until is not None and not args.until > 0:

@@ -141,6 +141,8 @@ def test_help_documents_every_option(capsys):
         (["s.toml"], 'policies = ["fifo"]\n', "s.toml: policies: unknown policy 'fifo'"),
         (["s.toml"], "seedz = 3\n", "s.toml: unknown key 'seedz'"),
         (["--seeds", "0"], "", "--seeds: expected a count >= 1"),
+        # Beyond 64 bits a seed once ended in an OverflowError traceback.
+        (["s.toml"], "seeds = [99999999999999999999999]\n", "s.toml: seeds: expected seeds from"),
         (["--rate-scales", "1,0"], "", "--rate-scales: expected numbers from 1e-06 to 1e+06"),
         # A scale that drove arrivals past every bound once ended in "invariant violated".
         (["s.toml"], "rate_scales = [1e-300]\n", "s.toml: rate_scales: expected numbers from"),

@@ -62,11 +62,14 @@ PROFILE = json.dumps(
 ).encode()
 
 # Edits a careless or hostile user makes: numbers pushed to extremes, bytes that are not
-# text, marks that spreadsheets add, nesting, truncation.
+# text, marks that spreadsheets add, nesting, truncation, TOML dates and times where
+# numbers or names belong, a field of thousands of characters.
 HOSTILE = [
     b"1e308", b"-1", b"0", b"nan", b"inf", b"9223372036854775808", b"18446744073709551615",
     b"1e-300", b"\xff\xfe", b"\x00", b"\xef\xbb\xbf", b"\n", b"\r\n", b",", b'"', b"[",
     b"{", b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", b"=", b" ", b"\t", b"a\nb", b"10000000000",
+    b"1979-05-27", b"1979-05-27T07:32:00Z", b"07:32:00", b"99999999999999999999999",
+    b"x" * 5000,
 ]  # fmt: skip
 
 

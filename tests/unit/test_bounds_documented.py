@@ -37,6 +37,7 @@ DOCUMENTED = {
     "SCALE": (1e6, "| 10^6 |"),
     "CV": (1000.0, "| 1,000 |"),
     "SEEDS": (100_000, "(`seeds = N`) | 100,000 |"),
+    "SEED": (2**63 - 1, "| 0 to 2^63 - 1 |"),
     "GRID_POINTS": (1_000_000, "| Sweep grid points | 1,000,000 |"),
     "ALIGNMENT": (64 * 2**20, "| 8 bytes to 64 MiB, a power of two |"),
 }

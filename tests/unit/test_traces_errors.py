@@ -157,7 +157,8 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
         (["stats", "t.csv", "--thin", "1.5"], "--thin: expected a number in (0, 1]"),
         (["stats", "t.csv", "--models", "a,,b"], "--models: expected NAME[,NAME...]"),
         (["stats", "t.csv", "--cluster", "c.toml"], "c.toml: models: expected a non-empty"),
-        (["stats", "t.csv", "--seed", "-2"], "--seed: expected a non-negative integer"),
+        (["stats", "t.csv", "--seed", "-2"], "--seed: expected an integer from 0 to"),
+        (["stats", "t.csv", "--seed", str(2**64)], "--seed: expected an integer from 0 to"),
         (["stats", "t.csv", "--format", "nope"], "--format: invalid choice"),
         (
             ["generate", "--rate", "0", "--requests", "5", "-o", "g.csv"],

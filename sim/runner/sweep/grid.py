@@ -177,8 +177,10 @@ def _seeds(value: Any, base: Path) -> tuple[int, ...]:
             raise ValueError(f"expected at most {bounds.SEEDS} seeds (thaw_kernel/bounds.py)")
         return tuple(range(value))
     seeds = _list(value, int)
-    if min(seeds) < 0:
-        raise ValueError(f"expected non-negative seeds, got {seeds!r}")
+    if not 0 <= min(seeds) <= max(seeds) <= bounds.SEED:
+        raise ValueError(
+            f"expected seeds from 0 to {bounds.SEED} (thaw_kernel/bounds.py), got {seeds!r}"
+        )
     return tuple(seeds)
 
 
