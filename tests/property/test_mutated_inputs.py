@@ -2,6 +2,7 @@
 hostile user hands over, a command exits 0 or 2 with one line on stderr and no
 traceback, and a file of the user's in the output directory is never changed."""
 
+import argparse
 import json
 import shutil
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from refusal import assert_one_line, exit_status
 
 from sim.runner.cli import main as sim
+from traces.cli import _parser as traces_parser
 from traces.cli import main as traces
 
 CLUSTER = b"""keep_alive_s = 60.0
@@ -233,16 +235,23 @@ def test_a_summary_edited_by_hand(tmp_path, capsys, finished_run, data):
     check(capsys, analysis(["report", str(out), "-o", str(report)]), sentinel)
 
 
-# The generator's numbers, pushed to their extremes one at a time.
-GENERATOR_OPTIONS = (
-    "--rate", "--requests", "--duration", "--cv", "--zipf", "--seed", "--thin",
-    "--compress", "--replicate",
-)  # fmt: skip
+def generator_options() -> list[str]:
+    """Every option of `traces generate` that takes a value, read from its parser (so that
+    a new one is covered without a new case), but where it writes: `--out`."""
+    parser = traces_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    generate = commands.choices["generate"]
+    return sorted(
+        action.option_strings[-1]
+        for action in generate._actions
+        if action.option_strings and action.nargs is None and action.dest != "out"
+        and not isinstance(action, argparse._StoreConstAction | argparse._HelpAction)
+    )  # fmt: skip
 
 
-@settings(PROPERTY, max_examples=60)
+@settings(PROPERTY, max_examples=100)
 @given(
-    option=st.sampled_from(GENERATOR_OPTIONS),
+    option=st.sampled_from(generator_options()),
     value=st.sampled_from([h.decode("latin-1") for h in HOSTILE] + ["1e-300", "2.5", "-0"]),
 )
 def test_a_generator_option_at_its_extreme(tmp_path, capsys, option, value):
