@@ -83,6 +83,10 @@ def _remap(text: str) -> dict[str, str]:
     pairs = [item.partition("=") for item in text.split(",")]
     if not all(old.strip() and sep and new.strip() for old, sep, new in pairs):
         raise argparse.ArgumentTypeError(f"expected OLD=NEW[,OLD=NEW...], got {text!r}")
+    olds = [old.strip() for old, _, _ in pairs]
+    twice = sorted({old for old in olds if olds.count(old) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{twice[0]!r} is renamed twice, in {text!r}")
     return {old.strip(): new.strip() for old, _, new in pairs}
 
 

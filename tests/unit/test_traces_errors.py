@@ -178,6 +178,7 @@ def test_every_malformed_case_fails_stats_and_convert_the_same_way(
             ["generate", "--rate", "1", "--requests", "5", "--models", "a,b,a", "-o", "g.csv"],
             "--models: 'a' is named twice",
         ),
+        (["stats", "t.csv", "--remap", "a=b,a=c"], "--remap: 'a' is renamed twice"),
         (["stats", "t.csv", "--window", "100:200"], "t.csv: no requests (after --window"),
     ],
 )
