@@ -9,6 +9,7 @@ the file and the key.
 """
 
 from pathlib import Path
+from typing import Any
 
 from sim.config.engines import engine_of, parse_engines
 from sim.config.fields import (
@@ -200,8 +201,8 @@ def _build(table: dict) -> ClusterConfig:
         resolved["engines"] = table["engines"]
     if "sleep" in table:
         resolved["sleep"] = table["sleep"]
-    if "profile" in table:  # provenance of the numbers a profile set: kept, not parsed
-        resolved["profile"] = sub_table(table["profile"], "profile")
+    if "profile" in table:  # provenance of the numbers a profile set: kept as it is
+        resolved["profile"] = _provenance(table["profile"])
     return ClusterConfig(
         servers=servers,
         models=models,
@@ -278,6 +279,22 @@ def _host_keys(group: dict, where: str) -> dict[str, float]:
     reads only its own link, and loads take no CPU."""
     given = {key: group[key] for key in _HOST_KEYS if key in group}
     return parse_fields(given, {key: _HOST_KEYS[key] for key in given}, where)
+
+
+def _provenance(value: Any) -> dict:
+    """The `[profile]` table a resolved configuration carries (the profile's path, its
+    SHA-256 and the keys it set), checked: it is written back as it is read."""
+    table = sub_table(value, "profile")
+    kinds = {"path": str, "sha256": str, "applied": list}
+    for key, item in table.items():
+        if key not in kinds:
+            raise InputError(f"profile.{key}: unknown key (expected path, sha256, applied)")
+        if not isinstance(item, kinds[key]) or (
+            key == "applied" and not all(isinstance(k, str) for k in item)
+        ):
+            wanted = "a list of strings" if key == "applied" else "a string"
+            raise InputError(f"profile.{key}: expected {wanted}, got {item!r}")
+    return table
 
 
 def _placement(name: str, spec: dict, rank: int, count: int) -> list[int]:

@@ -59,6 +59,15 @@ def test_a_server_group_fills_missing_keys_from_the_default_group(tmp_path):
         ("keep_alive_s = 'long'\n", "keep_alive_s: expected a number"),
         ("keep_alive_s = = 3\n", "invalid TOML"),
         ("queue = 3\n", "queue: unknown queue discipline 3"),
+        # TOML values of the wrong type: dates, arrays, tables where a number or a name is.
+        ("keep_alive_s = 1979-05-27\n", "keep_alive_s: expected a number, got datetime.date"),
+        ("[[servers]]\nname = 07:32:00\n", "servers[0].name: expected a non-empty string"),
+        ("[workload]\nzipf_exponent = [1]\n", "workload.zipf_exponent: expected a number"),
+        ("profile = 1979-05-27T07:32:00Z\n", "profile: expected a table, got datetime"),
+        # The provenance a resolved configuration carries was once kept whatever it held.
+        ("[profile]\npath = 1979-05-27\n", "profile.path: expected a string"),
+        ('[profile]\napplied = ["a", 1]\n', "profile.applied: expected a list of strings"),
+        ('[profile]\nowner = "me"\n', "profile.owner: unknown key"),
         (
             '[models.m]\nweights = "1GB"\ngpus = 1\nprefill_tokens_per_s = 1\n'
             "decode_step_s = 1\nttft_slo_s = 0\n",
