@@ -7,26 +7,31 @@ Greedy-Dual-Size-Frequency's
 
     priority = clock + frequency x cost / size
 
-set when the instance last went idle (its last use). Here frequency is the number of its
-model's requests so far, cost its own cold start (start-up plus load, seconds), size its
-GPUs; each server keeps its own clock, which becomes the priority of every instance it
-evicts, so instances idle since long ago age out against fresh ones. Ties go to the
-longest idle. When the run has nothing left to do, the instances still idle stop.
+set when the instance last went idle (its last use). As in FaasCache, frequency is the
+hits of the model's instances still in the server's pool: the requests each live
+instance of the model on that server has taken (those that have gone idle at least
+once, and this one), so an evicted instance's hits are gone with it and a once-popular
+model ages out. Cost is the instance's own cold start (start-up plus load, seconds, as
+thaw measures it with contention; FaasCache's is the function's cold-minus-warm time),
+size its GPUs (FaasCache's is the container's memory: here GPUs are what is cached).
+Each server keeps its own clock, which becomes the priority of every instance it evicts,
+so instances idle since long ago age out against fresh ones. Ties go to the longest
+idle. When the run has nothing left to do, the instances still idle stop.
 """
 
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from sim.keep_alive.base import Idle, KeepAlive, register
+from sim.model.instance import SLEEPING, STOPPED
 
 if TYPE_CHECKING:
     from sim.model.instance import Instance
     from sim.model.server import Server
 
 _KEEP = Idle(None)
+_GONE = (STOPPED, SLEEPING)  # out of the pool: their hits no longer count
 
 
 @register("greedy-dual")
@@ -38,16 +43,15 @@ class GreedyDual(KeepAlive):
         return {}
 
     def __init__(self, values: Mapping[str, float], keep_alive_s: float) -> None:
-        self._arrivals: Mapping[str, np.ndarray] = {}
         self._clock: dict[int, float] = {}  # per server
         self.priority: weakref.WeakKeyDictionary[Instance, float] = weakref.WeakKeyDictionary()
-
-    def start(self, arrival: np.ndarray, model: np.ndarray, names: list[str]) -> None:
-        self._arrivals = {name: arrival[model == code] for code, name in enumerate(names)}
+        # Per (server, model), the instances seen going idle: the pool whose hits count.
+        self._pool: dict[tuple[int, str], weakref.WeakSet[Instance]] = {}
 
     def idle(self, instance: "Instance", now: float) -> Idle:
-        arrivals = self._arrivals.get(instance.model.name)
-        frequency = 0 if arrivals is None else int(np.searchsorted(arrivals, now, "right"))
+        pool = self._pool.setdefault((instance.server, instance.model.name), weakref.WeakSet())
+        pool.add(instance)
+        frequency = sum(i.admitted for i in pool if i.state not in _GONE)
         cost = instance.ready_at - instance.allocated_at
         clock = self._clock.get(instance.server, 0.0)
         self.priority[instance] = clock + frequency * cost / instance.model.gpus

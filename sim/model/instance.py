@@ -103,6 +103,7 @@ class Instance:
         self.download_s = math.nan
         self.keep_alive: Timer | None = None
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
+        self.admitted = 0  # requests it has taken (its hits, to `greedy-dual`)
         # (request, its effective ready time) when its prefill ran behind the load: the
         # first token less a whole prefill (`sim.model.overlap`).
         self.pipelined: tuple[int, float] | None = None
@@ -238,6 +239,7 @@ class Instance:
 
     def admit(self, request: int, prompt_tokens: int, output_tokens: int) -> None:
         """Take a request; it is prefilled as soon as the instance is warm and free."""
+        self.admitted += 1
         self._prefill.append((request, prompt_tokens, output_tokens))
         self._events.room_changed(self)
         if self.state == WARM and self._prefill_timer is None and self._prefill_at_v is None:

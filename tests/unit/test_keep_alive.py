@@ -10,7 +10,6 @@ start-up and 2 s of load (2 GiB/s); a start once it is in DRAM loads over one GP
 
 from types import SimpleNamespace
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -131,8 +130,8 @@ EVICTION = [
 
 def test_greedy_dual_evicts_the_idle_instance_of_lowest_priority(tmp_path):
     sim = run(tmp_path, "greedy-dual", EVICTION, models=("a", "b", "c"))
-    # Priorities (clock 0 + requests so far x 6 s cold start / 1 GPU): a 18, b 6: c takes
-    # b's GPU, and a's request at 13 finds a warm.
+    # Priorities (clock 0 + the hits of the model's instances x 6 s cold start / 1 GPU):
+    # a 18, b 6: c takes b's GPU, and a's request at 13 finds a warm.
     assert tiers(sim)[4:] == ["ssd", "warm"]
     log = sim.cluster.log.frame().set_index("model")
     assert log.loc["b", "end"] == "reclaimed" and log.loc["b", "ended_s"] == 12.0
@@ -167,11 +166,30 @@ def test_greedy_dual_names_its_victims_in_order_beforehand():
     assert victims == order
 
 
-def test_greedy_dual_counts_frequency_from_the_trace(tmp_path):
+def test_greedy_dual_counts_the_hits_of_the_instances_still_in_the_pool():
+    # FaasCache's frequency: the hits of the model's live instances on that server. Each
+    # cold start took 4 s (the priority's cost), one GPU (its size); the clock is 0.
     policy = make_keep_alive(parse_keep_alive("greedy-dual"), 60.0)
-    arrival = np.array([0.0, 1.0, 2.0, 3.0])
-    policy.start(arrival, np.array([0, 1, 0, 0]), ["a", "b"])
-    assert [len(policy._arrivals[m]) for m in ("a", "b")] == [3, 1]
+    model = SimpleNamespace(name="a", gpus=1)
+
+    def instance(hits: int, server: int = 0) -> Stand:
+        one = Stand()  # the policy holds instances weakly: a plain object, as an Instance is
+        one.__dict__.update(server=server, model=model, admitted=hits, state="warm")
+        one.__dict__.update(allocated_at=0.0, ready_at=4.0)
+        return one
+
+    x, y = instance(3), instance(2)
+    policy.idle(x, 10.0)
+    assert policy.priority[x] == 3 * 4.0  # only x is known to the pool yet
+    policy.idle(y, 11.0)
+    assert policy.priority[y] == (3 + 2) * 4.0
+    x.state = "stopped"  # evicted: its hits go with it
+    y.admitted = 3
+    policy.idle(y, 20.0)
+    assert policy.priority[y] == 3 * 4.0
+    other = instance(1, server=1)
+    policy.idle(other, 21.0)
+    assert policy.priority[other] == 1 * 4.0  # another server's pool
 
 
 @pytest.mark.parametrize(
