@@ -92,9 +92,9 @@ def read_run_summary(run_dir: Path) -> dict:
     does not parse, is of another schema version, or lacks what `analysis` reads is
     damaged, and is refused naming the file (and the key)."""
     path = run_dir / SUMMARY
-    check_regular_file(path, AnalysisInputError)  # a FIFO is refused, never read
+    data = read_bytes(path, error=AnalysisInputError)  # a FIFO is refused, never read
     try:
-        summary = json.loads(read_bytes(path).decode("utf-8"))
+        summary = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as err:
         raise AnalysisInputError(
             f"{path}: not valid JSON ({' '.join(str(err).split())[:80]}): a run directory "

@@ -102,13 +102,12 @@ def _non_finite(prefix: str, value: Any) -> str | None:
     """The first key, nested keys joined with dots, whose value is NaN or infinite."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"{prefix}: {value!r} is not a finite number"
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
     for key, inner in items:
         problem = _non_finite(f"{prefix}.{key}" if prefix else str(key), inner)
         if problem:

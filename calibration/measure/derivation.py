@@ -8,7 +8,8 @@ well as that model can (sim/config/profile.py documents the fields):
   on the CPU, where the disk readers ran, one reader's rate (`disk_readers_1`): a process
   of its own loading into a fresh /dev/shm file is what an instance's cold SSD load is
   (into its DRAM cache on the way), and the measuring process's loader into a buffer it
-  reuses is not (on the project's VM 0.9 GB/s against the engines' 1.3-1.5);
+  reuses is not (docs/calibration.md gives the figures: the one reader matched the
+  replayed engines' loads, the measuring process's loader missed them either way);
 - `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
   (the page cache), moved onto the device by the same code a DRAM-cache load runs;
 - `instance_startup_s`: a fresh process importing torch and creating its context;

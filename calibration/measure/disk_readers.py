@@ -8,8 +8,9 @@ and checksums, into a new file on /dev/shm, as an instance's cold SSD load insta
 checkpoint in its DRAM cache on the way (fresh anonymous memory where there is no
 /dev/shm); a refused O_DIRECT is an error, never a silent page-cache read. Where the
 bytes land is part of a load: on the project's VM a reader loading into a buffer it had
-touched before ran about twice as fast as loads into fresh memory, and fresh anonymous
-memory took about half again the CPU and time of a fresh /dev/shm file. The processes
+touched before ran about twice as fast as loads into fresh memory, and a load into
+fresh anonymous memory took about twice the CPU and 1.4 times the time of one into a
+fresh /dev/shm file. The processes
 are started once, before any timing, so that torch's import is not timed; each round
 evicts the copies it reads (checked with mincore, as the other cold figures are), then
 tells its k readers to load at once.

@@ -190,9 +190,10 @@ class Cluster:
         on the host's cores (each phase really ends when both its parts have: this is
         the estimate's shortcut, exact when either side has the longer part throughout)."""
         s = self.servers[server]
-        tier = fastest_tier(s, model)
-        links_s = s.links.predict_chain_s(load_phases(s, self.models[model], tier), delay)
-        cpu = tuple(flow for flow in cpu_phases(s, self.models[model], tier) if flow)
+        spec, tier = self.models[model], fastest_tier(s, model)
+        phases = load_phases(s, spec, tier)
+        links_s = s.links.predict_chain_s(phases, delay)
+        cpu = tuple(flow for flow in cpu_phases(s, spec, tier, phases) if flow)
         return max(links_s, s.cores.predict_chain_s(cpu, delay)) if cpu else links_s
 
     def hidden_prefill_s(self, model: str, tokens: int) -> float:

@@ -53,16 +53,19 @@ def load_phases(server: Server, model: ModelSpec, tier: Tier) -> tuple[Phase, ..
     return ((float(model.weights), server.paths[tier], cap),)
 
 
-def cpu_phases(server: Server, model: ModelSpec, tier: Tier) -> tuple[Phase | None, ...]:
-    """Beside each of `load_phases`, its CPU work on the host's cores as a flow (CPU-seconds,
-    `CORES`, cap), or None where it takes none."""
+def cpu_phases(
+    server: Server, model: ModelSpec, tier: Tier, phases: tuple[Phase, ...]
+) -> tuple[Phase | None, ...]:
+    """Beside each of the load's `phases` (`load_phases`), its CPU work on the host's cores
+    as a flow (CPU-seconds, `CORES`, cap), or None where it takes none."""
     group, gb = server.group, model.weights / 1e9
+    if not (group.load_cpu_s_per_gb or group.download_cpu_s_per_gb):
+        return (None,) * len(phases)  # loads take no CPU: nothing to build
     per_gb = {Tier.DRAM: 0.0, Tier.SSD: group.load_cpu_s_per_gb}
     remote = [group.download_cpu_s_per_gb] + [group.load_cpu_s_per_gb] * server.download
     costs = [per_gb[tier]] if tier in per_gb else remote
     return tuple(
-        _cpu_flow(server, phase, cost * gb)
-        for phase, cost in zip(load_phases(server, model, tier), costs, strict=True)
+        _cpu_flow(server, phase, cost * gb) for phase, cost in zip(phases, costs, strict=True)
     )
 
 
@@ -104,7 +107,7 @@ class CheckpointLoad:
         """Begin the load after `delay` (the instance start-up); `on_done` when it ends."""
         self.began_at = self.server.links.now + delay
         phases = load_phases(self.server, self.model, self.tier)
-        cpu = cpu_phases(self.server, self.model, self.tier)
+        cpu = cpu_phases(self.server, self.model, self.tier, phases)
         self._phase(0, delay, phases, cpu, on_done)
 
     def _phase(
