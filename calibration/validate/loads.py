@@ -38,19 +38,22 @@ def _by_tier(tiers: pd.Series, seconds: pd.Series) -> dict[str, dict[str, float 
 
 
 def load_share(records: Records, requests: pd.DataFrame) -> float | None:
-    """The share of cold TTFT spent loading: over every instance, its load and the TTFT
-    of the request that started it (the first placed on it), each summed."""
+    """The share of the replay's cold TTFT spent loading: over every cold request (placed
+    on an instance not yet ready: the one that started it and those that joined it), the
+    part of its TTFT during which its instance was loading, summed, over their TTFTs
+    summed. A request's queue for a GPU and its instance's process start count against
+    the share; a load that ran before the request arrived does not count for it."""
     rows = records.instances_frame()
-    placed = pd.DataFrame(
-        {"instance": records.instance, "at": records.placed_at, "ttft_s": requests["ttft_s"]}
-    )
-    cold = placed[(placed["instance"] >= 0) & (requests["startup_s"] > 0).to_numpy()]
-    starters = cold.sort_values(["at", "instance"]).groupby("instance").head(1)
-    load = (rows["loaded"] - rows["started"]).to_numpy()[starters["instance"].to_numpy()]
-    ttft = starters["ttft_s"].to_numpy()
-    valid = np.isfinite(load) & np.isfinite(ttft)
+    cold = (records.instance >= 0) & (requests["startup_s"] > 0).to_numpy()
+    ttft = requests["ttft_s"].to_numpy()[cold]
+    arrival = records.arrival[cold]
+    instance = records.instance[cold]
+    start = rows["started"].to_numpy()[instance]
+    end = rows["loaded"].to_numpy()[instance]
+    loading = np.minimum(arrival + ttft, end) - np.maximum(arrival, start)
+    valid = np.isfinite(loading) & np.isfinite(ttft)
     total = float(ttft[valid].sum())
-    return float(load[valid].sum()) / total if total > 0 else None
+    return float(np.maximum(loading[valid], 0.0).sum()) / total if total > 0 else None
 
 
 def _median(values: pd.Series) -> float | None:

@@ -1,0 +1,41 @@
+"""The real replay's share of cold TTFT spent loading, on a replay built by hand."""
+
+import pytest
+
+from calibration.validate.loads import load_share
+from calibration.validate.records import Records
+
+
+def _replay() -> Records:
+    """Instance 0 loads from SSD over 1-4 s; A starts it, B joins it mid-load, C finds it
+    ready. Instance 1 loads from DRAM over 10-10.1 s; D queued for a GPU from 8 to 9 s."""
+    records = Records(n=4)
+    records.created("m", 0, "ssd")
+    records.created("m", 1, "dram")
+    for k, (started, loaded, ready) in enumerate([(1.0, 4.0, 4.1), (10.0, 10.1, 10.2)]):
+        records.instance_event(k, "started", started)
+        records.instance_event(k, "loaded", loaded)
+        records.instance_event(k, "ready", ready)
+    # (arrival, placed, instance, first token)
+    for i, (arrival, placed, instance, first) in enumerate(
+        [(0.5, 0.5, 0, 4.2), (2.0, 2.0, 0, 4.3), (5.0, 5.0, 0, 5.1), (8.0, 9.0, 1, 10.3)]
+    ):
+        records.arrival[i] = arrival
+        records.placed(i, placed, records.instances[instance].server, "ssd", instance)
+        records.first_token(i, first)
+    return records
+
+
+def test_every_cold_request_counts_the_part_of_its_ttft_its_instance_spent_loading():
+    records = _replay()
+    # A: 3.0 s of its 3.7 loading (1-4 s); B: 2.0 of 2.3 (2-4 s); C is warm, left out;
+    # D: 0.1 of 2.3 (its queue and its instance's process start count against it).
+    share = load_share(records, records.frame())
+    assert share == pytest.approx((3.0 + 2.0 + 0.1) / (3.7 + 2.3 + 2.3), rel=1e-12)
+
+
+def test_no_cold_request_gives_no_share():
+    records = _replay()
+    requests = records.frame()
+    requests["startup_s"] = 0.0
+    assert load_share(records, requests) is None
