@@ -8,7 +8,9 @@ trace on the same cluster with the profile `calibration.measure` measured here (
 `--profile`), its start-up timed again around each replay
 (`calibration.validate.reprobe`), and prints p50, p90 and p99 TTFT of both and the
 signed relative error per policy, medians over `--repeats` seeds with their range, each
-cold-start stage real beside simulated, and the loads by tier. Bad input is one line on
+cold-start stage real beside simulated, and the loads by tier. `--replays` replays each
+seed's trace more than once, and reports how far the real replays of one trace part: the
+real side's own noise, against which the simulator's error can be read. Bad input is one line on
 stderr and exit status 2; a failed measurement or replay, one line and status 1.
 """
 
@@ -71,6 +73,7 @@ KIND = "validation"
 POLICIES = ("random", "locality", "startup-aware", "migration")
 DEFAULT_POLICIES = ("random", "locality", "startup-aware")
 SLACK_S = 300.0  # a real replay still running this long after the trace's end has hung
+MAX_REPLAYS = 10  # each replay takes minutes: more is a typo, not a measurement
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="replays, with seeds --seed, --seed+1, ... (default 3 with --quick of the "
         "startup scenario, else 1)",
+    )
+    parser.add_argument(
+        "--replays",
+        type=int,
+        default=1,
+        help="real replays of each seed's trace (default 1); with 2 or more, the report "
+        "gives how far the replays of one trace differ",
     )
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="disk for the SSDs")
     parser.add_argument("--out", type=Path, help="also write the report and per-request tables")
@@ -230,12 +240,14 @@ def _repeat(
     profile: Path,
     policies: list[str],
     seed: int,
+    replay: int,
     before: Probe,
     store_url: str | None,
 ) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes], Probe]:
-    """Every policy on the trace of `seed`: the results by policy, the files to keep
-    (under `seed-N/`: the trace and each policy's files) and the last start-up probe.
-    Each replay's probe before is the one after the replay before it."""
+    """Every policy on the trace of `seed`, in its `replay`-th real replay: the results by
+    policy, the files to keep (the trace under `seed-N/`, each policy's files under
+    `_folder(seed, replay)`) and the last start-up probe. Each replay's probe before is
+    the one after the replay before it."""
     write_trace(scenario, layout, seed)
     results: dict[str, dict] = {}
     files: dict[str, pd.DataFrame | bytes] = {f"seed-{seed}/trace.csv": layout.trace.read_bytes()}
@@ -243,19 +255,26 @@ def _repeat(
         result, kept, after = _validate_policy(
             scenario, layout, sizes, profile, policy, seed, before, store_url
         )
-        results[policy] = result
-        files |= {f"seed-{seed}/{name}": content for name, content in kept.items()}
+        results[policy] = result | {"replay": replay}
+        files |= {f"{_folder(seed, replay)}/{name}": content for name, content in kept.items()}
         before = after
     return results, files, before
 
 
+def _folder(seed: int, replay: int) -> str:
+    """Where a replay's files go: `seed-N` for the first replay of a trace, `seed-N/replay-K`
+    for the K-th after it."""
+    return f"seed-{seed}" if replay == 0 else f"seed-{seed}/replay-{replay}"
+
+
 def _pooled(
-    files: dict[str, pd.DataFrame | bytes], policy: str, first: int, repeats: int
+    files: dict[str, pd.DataFrame | bytes], policy: str, runs: list[dict]
 ) -> dict[str, float]:
-    """`policy`'s percentiles over the requests of every repeat, from its tables."""
-    seeds = range(first, first + repeats)
+    """`policy`'s percentiles over the requests of every run (each seed, each replay),
+    from its tables."""
+    folders = [_folder(run["seed"], run["replay"]) for run in runs]
     real, simulated = (
-        [files[f"seed-{seed}/{policy}-{side}.csv"]["ttft_s"].to_numpy() for seed in seeds]
+        [files[f"{folder}/{policy}-{side}.csv"]["ttft_s"].to_numpy() for folder in folders]
         for side in ("real", "sim")
     )
     return pooled(real, simulated)
@@ -291,9 +310,17 @@ def _repeats(args: argparse.Namespace) -> int:
     return args.repeats
 
 
+def _replays(args: argparse.Namespace) -> int:
+    if not 1 <= args.replays <= MAX_REPLAYS:
+        raise InputError(
+            f"--replays: expected an integer from 1 to {MAX_REPLAYS}, got {args.replays}"
+        )
+    return args.replays
+
+
 def run(args: argparse.Namespace) -> dict:
     policies = _policies(args.policies)
-    repeats = _repeats(args)
+    repeats, replays = _repeats(args), _replays(args)
     if not 0 <= args.seed <= bounds.SEED - (repeats - 1):  # the last repeat's seed too
         raise InputError(
             f"--seed: expected an integer from 0 to {bounds.SEED - (repeats - 1)} "
@@ -322,14 +349,16 @@ def run(args: argparse.Namespace) -> dict:
         before = probe(scenario, layout)
         with _store(scenario, layout) as store_url:
             for seed in range(args.seed, args.seed + repeats):
-                results, kept, before = _repeat(
-                    scenario, layout, sizes, profile, policies, seed, before, store_url
-                )
-                for policy, result in results.items():
-                    runs[policy].append(result)
-                files |= kept
+                for replay in range(replays):
+                    results, kept, before = _repeat(
+                        scenario, layout, sizes, profile, policies, seed, replay, before, store_url
+                    )
+                    for policy, result in results.items():
+                        runs[policy].append(result)
+                    files |= kept
     report = {
         "scenario": {"quick": args.quick, "seed": args.seed, "repeats": repeats}
+        | {"replays": replays}
         | {"model_bytes": sizes}
         | vars(scenario)
         | {"decoder_bytes": {name: decoder_bytes(config) for name, config in MODELS.items()}},
@@ -343,7 +372,7 @@ def run(args: argparse.Namespace) -> dict:
         "inference_speeds": speeds,
         "policies": {
             policy: summarize(results)
-            | {"pooled": _pooled(files, policy, args.seed, repeats), "runs": results}
+            | {"pooled": _pooled(files, policy, results), "runs": results}
             for policy, results in runs.items()
         },
     }
@@ -401,6 +430,12 @@ def _table(report: dict) -> str:
                 f" {sim[tier]['loads']:7d} {_s(sim[tier]['median_s'])}"
             )
         lines.append(f"{policy:<14} share of cold TTFT spent loading: {_share(result)}")
+    if report["scenario"]["replays"] > 1:
+        lines += ["", "real replays of one trace: |real / first replay's real - 1|, median"]
+        lines.append(f"{'policy':<14} " + " ".join(f"{'p' + str(q):>7}" for q in PERCENTILES))
+        for policy, result in report["policies"].items():
+            spread = (result[f"ttft_p{q}_replay_spread"] for q in PERCENTILES)
+            lines.append(f"{policy:<14} " + " ".join(f"{x:7.1%}" for x in spread))
     if "p99_ratio_random_to_startup_aware_real" in report:
         real = report["p99_ratio_random_to_startup_aware_real"]
         sim = report["p99_ratio_random_to_startup_aware_sim"]

@@ -6,7 +6,8 @@ shared with other work); the median over repeats with different seeds says what 
 simulator gets right, the range how much one run can tell. Beside the signed median,
 the median of the errors' sizes (what the validation's goals are stated on), and the
 percentiles of every repeat's requests pooled (`pooled`): a percentile over them all
-rests on more requests than any one repeat's.
+rests on more requests than any one repeat's. Where a trace was replayed more than once,
+how far its real replays part (`replay_spread`): the real side's own noise.
 """
 
 import numpy as np
@@ -56,6 +57,21 @@ def summarize(repeats: list[dict]) -> dict:
             for tier in TIERS
         }
     out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
+    return out | replay_spread(repeats)
+
+
+def replay_spread(runs: list[dict]) -> dict[str, float | None]:
+    """Per percentile, how far the real replays of one trace part: for each later replay
+    of a seed's trace, |its real TTFT / the first replay's - 1|, the median over them all
+    (None where no trace was replayed twice). The same requests on the same machine: what
+    one replay's percentile can tell, and so the floor of any error against it."""
+    first = {r["seed"]: r for r in runs if r["replay"] == 0}
+    later = [(first[r["seed"]], r) for r in runs if r["replay"] > 0]
+    out: dict[str, float | None] = {}
+    for q in PERCENTILES:
+        key = f"ttft_p{q}_real_s"
+        parts = [abs(r[key] / f[key] - 1) for f, r in later]
+        out[f"ttft_p{q}_replay_spread"] = _or_none(_median(parts))
     return out
 
 

@@ -21,7 +21,7 @@ from calibration.validate.records import InstanceRecord, Records
 from calibration.validate.reprobe import Probe, reprobed
 from calibration.validate.scenario import MODELS
 from calibration.validate.stages import STAGES, real_stages, sim_stages
-from calibration.validate.summary import pooled, summarize
+from calibration.validate.summary import pooled, replay_spread, summarize
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Start, Wait
@@ -230,7 +230,8 @@ def test_simulated_stages_split_the_start_up_into_runtime_load_and_warm_up():
 
 def test_summary_takes_the_median_over_repeats_and_the_range():
     def run(error: float) -> dict:
-        out = {"stages": {s: {"real_s": 1.0 + error, "sim_s": 1.0} for s in STAGES}}
+        out = {"seed": round(100 * error), "replay": 0}  # three traces, each replayed once
+        out |= {"stages": {s: {"real_s": 1.0 + error, "sim_s": 1.0} for s in STAGES}}
         out |= {"real": {"migrated_requests": 2}, "sim": {"migrated_requests": 1}}
         for q in (50, 90, 99):
             out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
@@ -257,6 +258,22 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert loads["remote"] == {"loads": 0, "median_s": None}
     assert summary["load_share_real"] == 0.55
     assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
+    assert summary["ttft_p50_replay_spread"] is None  # no trace replayed twice
+
+
+def test_the_replay_spread_is_how_far_later_replays_of_a_trace_part_from_its_first():
+    def run(seed: int, replay: int, p50: float) -> dict:
+        return {"seed": seed, "replay": replay} | {
+            f"ttft_p{q}_real_s": p50 * q / 50 for q in (50, 90, 99)
+        }
+
+    # Seed 0's replays 1 and 2 part from its first by +20% and -10%, seed 1's by +5%; a
+    # seed replayed once adds nothing. The median of 0.2, 0.1 and 0.05 is 0.1.
+    runs = [run(0, 0, 10.0), run(0, 1, 12.0), run(0, 2, 9.0), run(1, 0, 4.0)]
+    runs += [run(1, 1, 4.2), run(2, 0, 7.0)]
+    spread = replay_spread(runs)
+    for q in (50, 90, 99):
+        assert spread[f"ttft_p{q}_replay_spread"] == pytest.approx(0.1)
 
 
 def test_pooled_percentiles_are_taken_over_every_repeat_s_requests():
@@ -303,6 +320,12 @@ def test_a_reprobed_version_1_profile_stays_version_1(profile, tmp_path):
     derived, _ = read_profile(out)
     assert derived["instance_startup_s"] == 3.0
     assert "startup_cpu_s" not in derived
+
+
+@pytest.mark.parametrize("replays", ["0", "11", "x"])
+def test_bad_replays_are_refused_in_one_line(capsys, tmp_path, replays):
+    refused(capsys, main, ["--quick", f"--replays={replays}", "--dir", str(tmp_path)],
+            "--replays", keeps=tmp_path)  # fmt: skip
 
 
 @pytest.mark.parametrize("repeats", ["0", "-3", "x", "1.5"])
