@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import TINY, simulate
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import given, target
 from hypothesis import strategies as st
 from timeline import check_timeline
 
@@ -50,7 +50,6 @@ PEER_SHARE = 0.3
 def test_chains_keep_the_books(tmp_path, policy):
     peered: list[int] = []  # per example, the loads from a peer
 
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(
         trace=rows,
         burst=bursts,

@@ -8,7 +8,7 @@ some, and a run of the test that checked too few wakes fails (it would pass on n
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import given, target
 from hypothesis import strategies as st
 
 from sim.config import read_config
@@ -52,7 +52,6 @@ def revisits(
 def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy):
     checked: list[int] = []  # per example, the wakes whose estimate was compared
 
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(cluster=clusters(), data=st.data())
     def wakes_are_priced(cluster: str, data: st.DataObject) -> None:
         kept = [line for line in cluster.splitlines() if not line.startswith(TOP)]
