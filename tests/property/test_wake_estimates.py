@@ -44,6 +44,8 @@ def revisits(
         )
         for slept in log[log["end"] == "asleep"].itertuples()
     ]
+    if not extra:  # nothing fell asleep (no model here can sleep)
+        return trace
     again = pd.DataFrame(extra, columns=trace.columns)
     return pd.concat([trace, again]).sort_values("arrival_s", kind="stable", ignore_index=True)
 
