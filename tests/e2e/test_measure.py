@@ -25,7 +25,6 @@ from calibration.measure.command import main as measure_main
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
 from calibration.measure.disk_readers import READERS, measure_readers, write_copies
-from calibration.measure.host_cores import fit_host_cores
 from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile, check
@@ -94,10 +93,9 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["startup_cpu_s"] <= derived["instance_startup_s"]
     assert measurements["instance_startup_x2"]["n"] == 2
     assert measurements["instance_startup_x4"]["n"] == 4
-    at_once = {k: measurements[f"instance_startup_x{k}"]["median"] for k in (2, 4)}
-    cpu = min(measurements["instance_startup_cpu"]["median"], derived["instance_startup_s"])
-    fitted = fit_host_cores(derived["instance_startup_s"], cpu, at_once, os.cpu_count() or 1)
-    assert derived["host_cores"] == fitted >= 1
+    # The fit (tests/unit/test_host_cores.py) lies between one core and the OS's count, or
+    # the largest level measured (4) when no level stretched on fewer cores.
+    assert 1 <= derived["host_cores"] <= max(os.cpu_count() or 1, 4)
     assert derived["warmup_s"] == measurements["instance_warmup"]["median"] >= 0
     assert derived["host_disk_bytes_per_s"] == max(
         measurements[f"disk_readers_{k}"]["median"] for k in (2, 4)
@@ -305,10 +303,6 @@ def test_host_cores_are_fitted_to_how_start_ups_at_once_stretch():
     # 0.5 s fixed + 1.5 CPU-seconds: 4 at once on 2 cores take 0.5 + 1.5 * 2 = 3.5 s.
     derived, _, _ = derive(storage_and_startup(), FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
     assert derived["host_cores"] == 2.0 and derived["startup_cpu_s"] == 1.5
-    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.0}, 8) == 8  # no stretch: the OS's count
-    assert fit_host_cores(2.0, 1.5, {2: 3.5, 4: 6.5}, 8) == 1
-    # Two at once already stretch by a quarter: 1.6 effective cores, not "no stretch".
-    assert fit_host_cores(2.0, 2.0, {2: 2.5, 4: 5.0}, 2) == 1.6
 
 
 def test_lines_through_exact_points_are_recovered():

@@ -4,6 +4,7 @@ reported by the command, never asserted here."""
 
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.migration.model import Transformer, save_model
-from calibration.validate.command import main
+from calibration.validate.command import DEFAULT_POLICIES, POLICIES, _policies, main
 from calibration.validate.compare import instance_phases
 from calibration.validate.records import InstanceRecord, Records
 from calibration.validate.reprobe import Probe, reprobed
@@ -29,6 +30,7 @@ from sim.config.profile import read_profile
 from sim.spec import ClusterConfig
 from tests.refusal import refused
 from tests.validate_support import DERIVED, MB, books, cluster_config, write_profile
+from thaw_kernel.errors import InputError
 
 
 @pytest.fixture
@@ -83,12 +85,32 @@ def test_random_draws_only_among_servers_with_a_free_gpu(config):
     assert chosen == {0, 2}
 
 
+def documented_policies() -> tuple[list[str], list[str], str]:
+    """docs/calibration.md's `--policies` row: the policies it accepts, those it says are
+    refused (in parentheses), and its default cell."""
+    text = (Path(__file__).parents[2] / "docs" / "calibration.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `--policies` |"))
+    _, meaning, default = row.strip("| ").split(" | ")
+    accepted, _, refused = meaning.partition("(")
+    return re.findall(r"`([a-z-]+)`", accepted), re.findall(r"`([a-z-]+)`", refused), default
+
+
+def test_the_replay_takes_the_policies_the_docs_name():
+    accepted, refused, default = documented_policies()
+    assert accepted and refused and default == "the first three"
+    assert list(POLICIES) == accepted and list(DEFAULT_POLICIES) == accepted[:3]
+    assert _policies(",".join(accepted)) == accepted
+    for name in refused:
+        with pytest.raises(InputError, match=name):
+            _policies(name)
+
+
 def test_no_free_gpu_means_wait(config):
     book, _ = books(config, servers=2)
     take_gpu(book, 0)
     take_gpu(book, 1)
-    for policy in ("random", "locality", "startup-aware"):
-        assert isinstance(place(policy, book), Wait)
+    for policy in POLICIES:  # none of them finds a GPU, nor an instance to move
+        assert isinstance(place(policy, book), Wait), policy
 
 
 def test_startup_aware_estimates_from_the_profile_bandwidths(config):

@@ -29,12 +29,16 @@ def test_models_follow_a_seeded_zipf_popularity():
     assert a["model"].tolist() == b["model"].tolist()
     share = a["model"].value_counts(normalize=True)
     assert share["m0"] > share["m1"] > share["m2"]
-    assert share["m0"] == pytest.approx(zipf_weights(3, 1.0)[0], abs=0.02)
+    assert share["m0"] == pytest.approx(6 / 11, abs=0.02)  # 1 / (1 + 1/2 + 1/3)
     assert load(traces.default_trace(), seed=4)["model"].tolist() != a["model"].tolist()
 
 
-def test_zipf_weights_sum_to_one_and_zero_exponent_is_uniform():
+def test_zipf_weights_are_inverse_rank_powers_summing_to_one():
     assert zipf_weights(4, 0.0).tolist() == [0.25] * 4
+    # Exponent 1: 1, 1/2, 1/3 over their sum 11/6.
+    assert zipf_weights(3, 1.0).tolist() == pytest.approx([6 / 11, 3 / 11, 2 / 11])
+    # Exponent 2: 1, 1/4 over their sum 5/4.
+    assert zipf_weights(2, 2.0).tolist() == pytest.approx([0.8, 0.2])
     assert zipf_weights(5, 1.2).sum() == pytest.approx(1.0)
 
 
@@ -104,7 +108,7 @@ def test_model_draws_are_numpys_choice_made_in_chunks():
     from traces.popularity import CHUNK, assign_models
 
     rows = CHUNK + 12_345
-    drawn = assign_models(rows, MODELS, 1.1, np.random.default_rng(9))
-    expected = np.random.default_rng(9).choice(3, size=rows, p=zipf_weights(3, 1.1))
+    drawn = assign_models(rows, MODELS, 1.0, np.random.default_rng(9))
+    expected = np.random.default_rng(9).choice(3, size=rows, p=[6 / 11, 3 / 11, 2 / 11])
     assert np.array_equal(drawn.codes, expected)
     assert drawn.codes.dtype == np.int8
