@@ -3,13 +3,14 @@ included), the catalog, the start-up engines (executing while loading or not), t
 the keep-alive (its length and its policy, pre-warming and sleeping engines included), peer
 loading on or off (its links too), a host's servers sharing one disk or not, remote starts
 streaming or downloading to SSD first, the queue discipline and the policy, the books hold
-after every event (`--check`) and a fixed seed
-gives identical results."""
+after every event (`--check`), each request's timeline agrees with the instance log
+(`tests/timeline.py`), and a fixed seed gives identical results."""
 
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from timeline import check_timeline
 
 from policies import policy_names
 from sim.config import read_config
@@ -164,4 +165,5 @@ def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
         sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
         sim.run()
         runs.append(sim.table.frame())
+    check_timeline(runs[0], sim.cluster.log.frame(), config)
     pd.testing.assert_frame_equal(*runs)

@@ -1,13 +1,14 @@
 """Property: on any cluster (`test_random_clusters`'s), an engine woken at level 1 is
 ready exactly when its wake was priced to be (`Sleepers.wake_s`: the swap, then the copy
 over PCIe, replayed before the wake makes them), under a policy that weighs wakes and one
-that wakes first. Instances idle for 1 s fall asleep for up to 30 s, so a 60-s trace
-wakes them often."""
+that wakes first, and the timeline agrees with the instance log (`tests/timeline.py`).
+Instances idle for 1 s fall asleep for up to 30 s, so a 60-s trace wakes them often."""
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from timeline import check_timeline
 
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -30,6 +31,7 @@ def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy, cluster, data):
     sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
     sim.run()
     table, log = sim.table, sim.cluster.log.frame()
+    check_timeline(table.frame(), log, config)
     for woken in log[log["end"] == "woken"].itertuples():
         for i in np.flatnonzero(
             (table.instance == woken.instance)
