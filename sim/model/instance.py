@@ -281,6 +281,7 @@ class Instance:
         self.state = STARTING
         self.ready_at = float("inf")
         self.load_s = self.download_s = math.nan
+        self.peer_source = self.chain = -1  # it reloads from DRAM or a tier, never a peer
         self.allocated_at = self._clock.now
         self._events.room_changed(self)
 

@@ -130,6 +130,9 @@ class CheckpointLoad:
                 return
             if last:
                 self.ended_at = links.now
+                if self.progress and self.progress[-1][0] < self.ended_at:
+                    # Its CPU work outlasted its bytes: the weights are usable once it ends.
+                    self.progress.append((self.ended_at, 1.0))
                 self._install()
                 on_done()
             else:

@@ -1,15 +1,17 @@
-"""Property tests on random heterogeneous clusters: whatever the hardware (host cores
-included), the catalog, the start-up engines (executing while loading or not), the trace,
-the keep-alive (its length and its policy, pre-warming and sleeping engines included), peer
-loading on or off (its links too), a host's servers sharing one disk or not, remote starts
-streaming or downloading to SSD first, the queue discipline and the policy, the books hold
-after every event (`--check`) and a fixed seed
-gives identical results."""
+"""Property tests on random heterogeneous clusters: whatever the hardware (host cores and
+the loads' CPU on them included), the catalog, the start-up engines (executing while
+loading or not), the trace, the keep-alive (its length and its policy, pre-warming and
+sleeping engines included), peer loading on or off (its links too), a host's servers
+sharing one disk or not, remote starts streaming or downloading to SSD first, the queue
+discipline and the policy, the books hold after every event (`--check`), each request's
+timeline agrees with the instance log (`tests/timeline.py`), and a fixed seed gives
+identical results."""
 
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from timeline import check_timeline
 
 from policies import policy_names
 from sim.config import read_config
@@ -19,6 +21,9 @@ from thaw_kernel import seeds
 
 BANDWIDTHS = ["256MiB/s", "1GiB/s", "4GiB/s"]
 # Short bins and few samples, so that the histogram pre-warms within a 60-s trace.
+# CPU-seconds per GB a load or a download takes on its host's cores: none, or enough that
+# on one core a fast link waits for its CPU.
+LOAD_CPU = [0.0, 0.5, 2.0]
 KEEP_ALIVES = ["fixed", "fixed:5", "greedy-dual", "histogram:bin_s=1,min_samples=1,cv_min=0"]
 
 
@@ -45,6 +50,8 @@ def groups(draw):
                 "compute_network": draw(st.sampled_from(BANDWIDTHS)),
                 "servers_per_host": draw(st.integers(1, 3)),
                 "host_disk": draw(st.none() | st.sampled_from(BANDWIDTHS)),
+                "load_cpu_s_per_gb": draw(st.sampled_from(LOAD_CPU)),
+                "download_cpu_s_per_gb": draw(st.sampled_from(LOAD_CPU)),
             }
         )
     return drawn
@@ -74,6 +81,8 @@ def clusters(draw):
             f'ssd = "256GiB"\nssd_read = "{g["ssd_read"]}"\nnetwork = "{g["network"]}"\n'
             f'pcie = "{g["pcie"]}"\nhost_cores = {g["host_cores"]}\n'
             f"servers_per_host = {g['servers_per_host']}\n"
+            f"load_cpu_s_per_gb = {g['load_cpu_s_per_gb']}\n"
+            f"download_cpu_s_per_gb = {g['download_cpu_s_per_gb']}\n"
         )
         if g["host_disk"] is not None:
             text += f'host_disk = "{g["host_disk"]}"\n'
@@ -164,4 +173,5 @@ def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
         sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
         sim.run()
         runs.append(sim.table.frame())
+    check_timeline(runs[0], sim.cluster.log.frame(), config)
     pd.testing.assert_frame_equal(*runs)

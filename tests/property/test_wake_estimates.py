@@ -3,13 +3,15 @@ ready exactly when its wake was priced to be (`Sleepers.wake_s`: the swap, then 
 over PCIe, replayed before the wake makes them), under a policy that weighs wakes and one
 that wakes first. Instances idle for 1 s fall asleep for up to 30 s; the trace asks again
 for the model of engines a first run put to sleep while they sleep, so most examples wake
-some, and a run of the test that checked too few wakes fails (it would pass on nothing)."""
+some, and a run of the test that checked too few wakes fails (it would pass on nothing).
+Every run's timeline must also agree with its instance log (`tests/timeline.py`)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, target
 from hypothesis import strategies as st
+from timeline import check_timeline
 
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -65,6 +67,7 @@ def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy):
         sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
         sim.run()
         table, log = sim.table, sim.cluster.log.frame()
+        check_timeline(table.frame(), log, config)
         n = 0
         for woken in log[log["end"] == "woken"].itertuples():
             for i in np.flatnonzero(

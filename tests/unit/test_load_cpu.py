@@ -7,6 +7,7 @@ import re
 import pytest
 from conftest import GiB, simulate
 from test_storage_tiers import tiers_config
+from timeline import check_timeline
 
 from sim.config import read_config
 from thaw_kernel.errors import InputError
@@ -137,3 +138,14 @@ def test_the_keys_round_trip(tmp_path):
     resolved = tmp_path / "resolved.toml"
     resolved.write_text(config.to_toml())
     assert read_config(resolved) == config
+
+
+def test_a_prefill_behind_a_load_its_cpu_outlasts_waits_for_the_load(tmp_path):
+    # Execute-while-load on a load whose bytes end at 2 s and its CPU at 4.29 s: the last
+    # layer is usable only when the load ends (it crashed: the first token was due before
+    # the instance was ready, a negative delay). Prefill 0.5 s of 32 layers.
+    engine = 'stages = [{name = "load"}]\nexecute_while_load = true'
+    config = cpu_config(tmp_path, load_cpu=1.0, host_cores=1, ssd_a="[0]", engine=engine)
+    sim = simulate(config, [(0.0, "a", 512, 1)], check=True)
+    assert sim.table.ttft_s[0] == pytest.approx(GB_PER_CHECKPOINT + 0.5 / 32, rel=1e-12)
+    check_timeline(sim.table.frame(), sim.cluster.log.frame(), config)

@@ -210,3 +210,18 @@ def test_a_migration_moves_to_an_instance_loaded_from_the_tiers(tmp_path):
     assert on.migrations == off.migrations == 1
     assert on.loads_by_tier == {**off.loads_by_tier, "peer": 0}
     assert list(on.table.ttft_s) == list(off.table.ttft_s)
+
+
+def test_a_peer_loaded_engine_woken_names_no_peer(tmp_path):
+    # a's second instance loads from the first's GPUs, sleeps after 1 s idle and is woken
+    # at 20 s by a copy from DRAM: that row is no peer load, so it names no source.
+    sleepy = 'keep_alive = "fixed:1,sleep=30"\nsleep = {level = 1, gpu_memory = "1GiB"}'
+    links = 'gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"'
+    config = peer_config(tmp_path, top=f"peer_loading = true\n{sleepy}", links=links)
+    rows = [(0.0, "a", 512, 400), (10.0, "a", 512, 1), (20.0, "a", 512, 1)]
+    sim = simulate(config, rows, check=True)
+    log = sim.cluster.log.frame()
+    woken = log[~log["asleep"] & log["instance"].duplicated()]
+    assert list(woken["tier"]) == ["dram"]
+    assert list(woken["source"]) == [-1] and list(woken["chain"]) == [-1]
+    check_timeline(sim.table.frame(), log, config)
