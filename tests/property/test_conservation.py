@@ -15,17 +15,9 @@ from hypothesis import strategies as st
 from timeline import check_timeline
 
 from policies import policy_names
+from tests.property.requests import Row, request_lists
 
-rows = st.lists(
-    st.tuples(
-        st.floats(0.0, 20.0, allow_nan=False),
-        st.sampled_from(["a", "b"]),
-        st.integers(1, 2048),
-        st.integers(1, 600),
-    ),
-    min_size=1,
-    max_size=30,
-)
+rows = request_lists(max_output=600, max_size=30)
 placements = st.sampled_from(["[]", "[0]", "[0, 1]", "[1]"])
 
 
@@ -58,7 +50,7 @@ def test_every_request_ends_once_with_all_its_tokens(tmp_path, policy):
             }
         ),
     )
-    def conserves(trace: list[tuple[float, str, int, int]], cluster: dict) -> None:
+    def conserves(trace: list[Row], cluster: dict) -> None:
         config = tiny_config(tmp_path, **cluster)
         trace = sorted(trace)
         first = simulate(config, trace, policy, seed=3, check=True)  # audits every event

@@ -16,31 +16,13 @@ from timeline import check_timeline
 
 from policies import policy_names
 from sim.config import read_config
+from tests.property.requests import Row, request_lists, request_rows
 
 LINKS = ["1GiB/s", "2GiB/s", "4GiB/s", "8GiB/s"]
 
-rows = st.lists(
-    st.tuples(
-        st.floats(0.0, 20.0, allow_nan=False),
-        st.sampled_from(["a", "b"]),
-        st.integers(1, 2048),
-        st.integers(1, 200),
-    ),
-    min_size=1,
-    max_size=40,
-)
+rows = request_lists(max_output=200, max_size=40)
 # Up to three bursts: one request, sent two to eight times at once.
-bursts = st.lists(
-    st.tuples(
-        st.floats(0.0, 20.0, allow_nan=False),
-        st.sampled_from(["a", "b"]),
-        st.integers(1, 2048),
-        st.integers(1, 200),
-        st.integers(2, 8),
-    ),
-    min_size=1,
-    max_size=3,
-)
+bursts = st.lists(st.tuples(request_rows(200), st.integers(2, 8)), min_size=1, max_size=3)
 # Of the examples drawn, the share that must load from a peer. One server of one GPU
 # never can; about seven in ten do (of 25, never fewer than 12 in 25 runs of the test).
 PEER_SHARE = 0.3
@@ -62,8 +44,8 @@ def test_chains_keep_the_books(tmp_path, policy):
         ssd=st.sampled_from(["[]", "[0]"]),
     )
     def chains(
-        trace: list[tuple[float, str, int, int]],
-        burst: list[tuple[float, str, int, int, int]],
+        trace: list[Row],
+        burst: list[tuple[Row, int]],
         count: int,
         gpus: int,
         max_batch: int,
@@ -89,7 +71,7 @@ def test_chains_keep_the_books(tmp_path, policy):
             "peer_loading = true\n" + text.replace("host_cores = 32\n", f"host_cores = 32\n{links}")
         )
         config = read_config(path)
-        trace = sorted(trace + [row[:4] for row in burst for _ in range(row[4])])
+        trace = sorted(trace + [row for row, times in burst for _ in range(times)])
         sim = simulate(config, trace, policy, seed=3, check=True)
         log = sim.cluster.log.frame()
         peer = log[log["tier"] == "peer"]
