@@ -156,3 +156,33 @@ def test_gpu_seconds_count_what_was_occupied_while_a_newcomer_waited(tmp_path):
     sim.run()
     assert sim.migrations == 1
     assert sim.cluster.gpu_seconds == pytest.approx(area["sum"], rel=1e-12)
+
+
+def test_a_request_moved_before_its_prefill_started_up_when_its_first_instance_was_ready(
+    tmp_path,
+):
+    # Six 2,048-token prompts for b join its instance on server 0 (ready since 4 s) at
+    # 9 s and are prefilled one after another, 2 s each: 9-11 s, ..., 19-21 s. With one
+    # round at most, the source stops when round 1 ends, while the sixth is prefilling;
+    # that prefill is redone on the target after the pause.
+    config = tiny_config(
+        tmp_path,
+        count=2,
+        gpus=1,
+        max_batch=8,
+        ssd_a="[0]",
+        ssd_b="[0, 1]",
+        network="256MiB/s",
+        extra="\n[migration]\nround_overhead_s = 0.0625\nmax_rounds = 1\n",
+    )
+    rows = [ROWS[0]] + [(9.0, "b", 2048, 10)] * 6 + [ROWS[1]]
+    sim = simulate(config, rows, "migration")
+    t, log = sim.table, sim.cluster.log.frame()
+    stop = log.loc[log["end"] == "migrated", "ended_s"].item()
+    assert 19.0 < stop < 21.0  # the sixth prompt's prefill was under way
+    sixth = 6
+    assert t.migrations[sixth] == 1 and t.queue_s[sixth] == 0.0
+    assert t.startup_s[sixth] == 0.0  # its first instance was ready when it was placed
+    first_token = 9.0 + t.ttft_s[sixth]
+    assert first_token == pytest.approx(stop + t.migration_pause_s[sixth] + 2.0, rel=1e-12)
+    assert t.prefill_s[sixth] == pytest.approx(t.ttft_s[sixth], rel=1e-12)
