@@ -10,8 +10,8 @@ trace on the same cluster with the profile `calibration.measure` measured here (
 signed relative error per policy, medians over `--repeats` seeds with their range, each
 cold-start stage real beside simulated, and the loads by tier. `--replays` replays each
 seed's trace more than once, and reports how far the real replays of one trace part: the
-real side's own noise, against which the simulator's error can be read. Bad input is one line on
-stderr and exit status 2; a failed measurement or replay, one line and status 1.
+real side's own noise, against which the simulator's error can be read. Bad input is one
+line on stderr and exit status 2; a failed measurement or replay, one line and status 1.
 """
 
 import argparse
