@@ -114,12 +114,10 @@ FULL = Scenario(requests=90, rate=1.0)
 # remote store wherever else they start). The store at 300 MB/s per server, a third of
 # the disk's rate: at 150 MB/s a 2 GB download held a GPU for 15 s, the two servers
 # queued, and a TTFT spread from 1 to 20 s with its median between the downloads' mode
-# and the rest, where one request more on either side moved it by seconds (the
-# simulator, on seeds 0-3, put p40 and p60 at -24% and +29% of p50; at 300 MB/s at
-# -17% and +24%). 100 requests a policy in one replay (a tail percentile over 100
-# requests, not 30) at 0.75 a second, so that a quick run (three replays of about 135 s,
-# and the profile) ends within 12 minutes: at 0.6 a second one seed's trace lasted
-# 197 s, and the run 13 minutes.
+# and the rest, where one request more on either side moved it by seconds. 100 requests
+# a policy in one replay (a tail percentile over 100 requests, not 30) at 0.75 a second,
+# so that a quick run (three replays of about 135 s, and the profile) ends within 12
+# minutes: at 0.6 a second one seed's trace lasted 197 s, and the run 13 minutes.
 TIERS = dict(
     name="tiers",
     checkpoint_bytes=(2 * GB, 3 * GB // 2, GB),
