@@ -23,18 +23,24 @@ ROUND_FIXED = 0.0625
 ROWS = [(0.0, "b", 1024, 1000), (10.0, "a", 1024, 2)]
 
 
-@pytest.fixture
-def config(tmp_path):
-    """Two one-GPU servers; a on server 0's SSD, b on both; a slow remote store."""
+def two_servers(tmp_path, max_batch: int = 4, migration: str = ""):
+    """Two one-GPU servers; a on server 0's SSD, b on both; a slow remote store; rounds
+    of 62.5 ms overhead, and the `[migration]` keys in `migration` besides."""
     return tiny_config(
         tmp_path,
         count=2,
         gpus=1,
+        max_batch=max_batch,
         ssd_a="[0]",
         ssd_b="[0, 1]",
         network="256MiB/s",
-        extra="\n[migration]\nround_overhead_s = 0.0625\n",
+        extra=f"\n[migration]\nround_overhead_s = 0.0625\n{migration}",
     )
+
+
+@pytest.fixture
+def config(tmp_path):
+    return two_servers(tmp_path)
 
 
 def expected_migration_timeline() -> dict[str, float]:
@@ -165,16 +171,7 @@ def test_a_request_moved_before_its_prefill_started_up_when_its_first_instance_w
     # 9 s and are prefilled one after another, 2 s each: 9-11 s, ..., 19-21 s. With one
     # round at most, the source stops when round 1 ends, while the sixth is prefilling;
     # that prefill is redone on the target after the pause.
-    config = tiny_config(
-        tmp_path,
-        count=2,
-        gpus=1,
-        max_batch=8,
-        ssd_a="[0]",
-        ssd_b="[0, 1]",
-        network="256MiB/s",
-        extra="\n[migration]\nround_overhead_s = 0.0625\nmax_rounds = 1\n",
-    )
+    config = two_servers(tmp_path, max_batch=8, migration="max_rounds = 1\n")
     rows = [ROWS[0]] + [(9.0, "b", 2048, 10)] * 6 + [ROWS[1]]
     sim = simulate(config, rows, "migration")
     t, log = sim.table, sim.cluster.log.frame()
