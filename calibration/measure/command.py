@@ -44,9 +44,11 @@ from calibration.measure.plausibility import check
 from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settings
 from calibration.measure.startup_probe import (
+    BESIDE_LOAD,
     CONCURRENCY,
     measure_concurrent_startup,
     measure_startup,
+    measure_startup_beside_load,
 )
 from calibration.measure.storage_probe import (
     NotADisk,
@@ -183,10 +185,12 @@ def _measure_all(
     _step(3, steps, "instance start-up (a fresh process importing torch)")
     results |= measure_startup(device, chosen.startup_runs)
     results |= measure_concurrent_startup(device, chosen.startup_rounds)
+    results |= measure_startup_beside_load(device, chosen.startup_runs, copies[0])
     _say(
         f"start-up: {results['instance_startup'].median:.2f} s (median), "
         f"{results['instance_startup_cpu'].median:.2f} CPU-seconds; at once: "
         + ", ".join(f"{k}: {results[f'instance_startup_x{k}'].median:.2f} s" for k in CONCURRENCY)
+        + f"; beside a load: {results[BESIDE_LOAD].median:.2f} s"
     )
     _step(4, steps, "decode steps by batch size")
     threads = CPU_INFERENCE_THREADS if device == "cpu" else None

@@ -15,8 +15,8 @@ well as that model can (sim/config/profile.py documents the fields):
 - `instance_startup_s`: a fresh process importing torch and creating its context;
 - `startup_cpu_s`: the CPU-seconds that process spent until then (its own clock), at
   most its wall time;
-- `host_cores`: the cores whose fluid model best explains start-ups at once stretching
-  (`calibration.measure.host_cores`);
+- `host_cores`: the cores whose fluid model best explains start-ups stretching, begun
+  together and beside a load from SSD (`calibration.measure.host_cores`);
 - `warmup_s`: after the load, building the model and its first pass's one-time costs,
   in a fresh process (`calibration.measure.warmup_probe`);
 - `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
@@ -54,7 +54,7 @@ What the numbers could not say honestly (a fit that noise bent below zero, recom
 faster than decode) goes into the notes, not under the rug.
 """
 
-from calibration.measure.host_cores import fit_host_cores
+from calibration.measure.host_cores import Stretch, at_once, fit_host_cores
 from calibration.measure.linear_fit import (
     Line,
     Points,
@@ -65,6 +65,7 @@ from calibration.measure.linear_fit import (
 )
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile
+from calibration.measure.startup_probe import BESIDE_LOAD
 
 
 def derive(
@@ -127,11 +128,6 @@ def derive(
             "startup_cpu_s is recorded as its wall time"
         )
         cpu = alone
-    at_once = {
-        int(name.removeprefix("instance_startup_x")): m.median
-        for name, m in measurements.items()
-        if name.startswith("instance_startup_x")
-    }
     derived |= _host_disk(measurements, notes)
     if "remote_download" in measurements:
         derived["network_bytes_per_s"] = measurements["remote_download"].median
@@ -139,7 +135,7 @@ def derive(
         if name in measurements:
             derived[f"{key}_cpu_s_per_byte"] = measurements[name].median
     derived["startup_cpu_s"] = cpu
-    derived["host_cores"] = fit_host_cores(alone, cpu, at_once, cpus)
+    derived["host_cores"] = fit_host_cores(alone, cpu, _stretches(measurements, derived), cpus)
     derived["warmup_s"] = measurements["instance_warmup"].median
     rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
     notes.append(
@@ -149,6 +145,21 @@ def derive(
         "rate that fits them best"
     )
     return derived, notes, fits
+
+
+def _stretches(measurements: dict[str, Measurement], derived: dict[str, float]) -> list[Stretch]:
+    """The start-ups measured beside other CPU flows: at once, and beside a load from SSD
+    (whose CPU flow is capped as the simulator caps it: its CPU per byte at its solo
+    rate), where both were measured."""
+    stretches = [
+        at_once(int(name.removeprefix("instance_startup_x")), m.median)
+        for name, m in measurements.items()
+        if name.startswith("instance_startup_x")
+    ]
+    if BESIDE_LOAD in measurements and "load_cpu_s_per_byte" in derived:
+        load = derived["load_cpu_s_per_byte"] * derived["ssd_read_bytes_per_s"]
+        stretches.append(Stretch(measurements[BESIDE_LOAD].median, (load,)))
+    return stretches
 
 
 def _at_least_zero(value: float, name: str, notes: list[str]) -> float:

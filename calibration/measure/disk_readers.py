@@ -91,7 +91,7 @@ def measure_readers(
     payload = sum(entry.nbytes for entry in read_index(copies[0]).tensors)
     first = copies[0] / BLOB_NAME
     samples: dict[str, list[float]] = {}
-    with _Readers(max(READERS), buffer_bytes(copies[0])) as readers:
+    with Readers(max(READERS), buffer_bytes(copies[0])) as readers:
         for _ in range(runs):
             make_cold(str(first))
             took, _ = readers.together(RAW_COMMAND, [first])
@@ -115,7 +115,7 @@ def measure_readers(
     return results
 
 
-class _Readers:
+class Readers:
     """`count` reader processes, each with a buffer of `size` bytes, ready to load."""
 
     def __init__(self, count: int, size: int) -> None:
@@ -123,7 +123,7 @@ class _Readers:
         self.processes: list[subprocess.Popen] = []
         self.errors: list = []
 
-    def __enter__(self) -> "_Readers":
+    def __enter__(self) -> "Readers":
         try:
             for _ in range(self.count):
                 errors = tempfile.TemporaryFile()

@@ -1,30 +1,61 @@
 """`host_cores`: the effective cores whose fluid model best explains start-ups stretching.
 
 The simulator runs a start-up's CPU-bound part as a flow of `cpu` CPU-seconds capped at
-one core, so k start-ups at once on c cores each take `fixed + cpu * max(1, k / c)`,
-where `fixed = alone - cpu` is the rest of a start-up alone. The fit is the c from 1 up,
-in steps of `STEP`, with the least squared error over the measured concurrency levels.
-It need not be whole: on a virtual machine, or cores that share caches and memory
+one core, sharing the host's cores max-min fairly with the other CPU flows of the
+moment: other start-ups (one core each) and the CPU work of loads (each capped at the
+cores it takes at its own solo pace, `sim.model.loading`). A start-up beside flows
+that leave it `rate` cores takes `fixed + cpu / min(1, rate)`, where `fixed = alone -
+cpu` is the rest of a start-up alone. The fit is the core count c from 1 up, in steps
+of `STEP`, with the least squared error over the measured stretches: start-ups begun
+together, and a start-up beside a load (a start-up that only ever met its own kind
+would not say what a load costs it).
+
+c need not be whole: on a virtual machine, or cores that share caches and memory
 bandwidth (or SMT siblings), two start-ups slow each other before the cores run out,
-and a whole count would call that no stretch at all. When no level stretched, every c
-at least the largest level fits alike: the measurement bounds the cores only from
-below, and the fit takes `most` (the cores the OS reports), or the largest level if
-that is more.
+and a whole count would call that no stretch at all. When nothing stretched, every c
+at least the largest demand fits alike: the measurement bounds the cores only from
+below, and the fit takes `most` (the cores the OS reports), or that demand if it is
+more.
 """
 
+import math
+from dataclasses import dataclass
+
+from sim.model.fairshare import max_min_rates
+
 STEP = 0.01
+_CORES = "cores"
 
 
-def fit_host_cores(alone_s: float, cpu_s: float, at_once: dict[int, float], most: int) -> float:
+@dataclass(frozen=True)
+class Stretch:
+    """A start-up's median wall time, `wall_s`, beside CPU flows capped at `beside` cores."""
+
+    wall_s: float
+    beside: tuple[float, ...]
+
+
+def at_once(k: int, wall_s: float) -> Stretch:
+    """Each of `k` start-ups begun together took `wall_s`: each met k - 1 others."""
+    return Stretch(wall_s, (1.0,) * (k - 1))
+
+
+def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most: int) -> float:
     """The fitted effective cores, from the start-up alone (wall and CPU seconds) and its
-    median wall time at each concurrency level."""
+    median wall time beside other flows."""
     fixed = alone_s - cpu_s
 
     def error(cores: float) -> float:
-        return sum((t - fixed - cpu_s * max(1.0, k / cores)) ** 2 for k, t in at_once.items())
+        return sum((s.wall_s - fixed - cpu_s / _share(cores, s.beside)) ** 2 for s in stretches)
 
-    top = max(at_once)
-    grid = [round(1 + i * STEP, 2) for i in range(round((top - 1) / STEP) + 1)]
+    top = max(1 + sum(s.beside) for s in stretches)  # beyond it, nothing stretches
+    grid = [round(1 + i * STEP, 2) for i in range(math.floor(round((top - 1) / STEP, 6)) + 1)]
     # Ties (no stretch beyond some c) go to the most cores, rounded so noise cannot split them.
     best = min(grid, key=lambda c: (round(error(c), 12), -c))
-    return float(max(most, top)) if best == top else best
+    return float(max(most, top)) if best == grid[-1] else best
+
+
+def _share(cores: float, beside: tuple[float, ...]) -> float:
+    """The cores a start-up (capped at one) gets beside flows capped at `beside`."""
+    flows = [((_CORES,), 1.0)] + [((_CORES,), cap) for cap in beside]
+    return max_min_rates(flows, {_CORES: cores})[0]

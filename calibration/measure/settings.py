@@ -56,7 +56,7 @@ class Settings:
     runs: int  # interleaved rounds of the storage figures; repetitions of each copy
     reader_bytes: int  # each concurrent reader's copy (`disk_readers`), also downloaded
     remote_downloads: int  # downloads through the remote store, with --remote-rate
-    startup_runs: int  # start-ups timed (a process each, the dearest repetition)
+    startup_runs: int  # start-ups timed, alone and beside a load (a process each, dear)
     startup_rounds: int  # rounds of start-ups at once, per concurrency level
     raw_grid: tuple[tuple[int, int], ...]  # (request bytes, threads) of the raw sweep
     sweep_rounds: int  # cold reads of each configuration of the raw sweep, in turns
@@ -79,7 +79,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             runs=6,
             reader_bytes=64 * MiB,
             remote_downloads=3,
-            startup_runs=2,
+            startup_runs=3,
             startup_rounds=1,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
             sweep_rounds=3,

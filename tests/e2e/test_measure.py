@@ -93,8 +93,10 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert derived["startup_cpu_s"] <= derived["instance_startup_s"]
     assert measurements["instance_startup_x2"]["n"] == 2
     assert measurements["instance_startup_x4"]["n"] == 4
+    # As many start-ups beside a looping load as alone (after the first).
+    assert measurements["instance_startup_beside_load"]["n"] == 3
     # The fit (tests/unit/test_host_cores.py) lies between one core and the OS's count, or
-    # the largest level measured (4) when no level stretched on fewer cores.
+    # the largest demand measured (4 start-ups at once) when nothing stretched.
     assert 1 <= derived["host_cores"] <= max(os.cpu_count() or 1, 4)
     assert derived["warmup_s"] == measurements["instance_warmup"]["median"] >= 0
     assert derived["host_disk_bytes_per_s"] == max(
@@ -303,6 +305,26 @@ def test_host_cores_are_fitted_to_how_start_ups_at_once_stretch():
     # 0.5 s fixed + 1.5 CPU-seconds: 4 at once on 2 cores take 0.5 + 1.5 * 2 = 3.5 s.
     derived, _, _ = derive(storage_and_startup(), FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
     assert derived["host_cores"] == 2.0 and derived["startup_cpu_s"] == 1.5
+
+
+def test_a_start_up_beside_a_load_enters_the_fit_with_the_loads_cpu_at_its_solo_rate():
+    # Start-up: 0.5 s fixed + 1.5 CPU-seconds. The load: 0.8 CPU-seconds a GB at 1 GB/s, a
+    # flow capped at 0.8 cores; beside it on c = 1.5 cores both get 0.75: 0.5 + 1.5 /
+    # 0.75 = 2.5 s. Two start-ups at once in 2.0 s say c >= 2 instead; together the
+    # least squares lie between. Without the load's CPU per byte the point is left out.
+    load = figures(disk_readers_1=1e9) | {
+        "reader_load_cpu": Measurement((0.8e-9,), "s/byte", False),
+        "instance_startup_beside_load": Measurement((2.5,), "s", True),
+    }
+    alone = {name: m for name, m in storage_and_startup().items() if "_x" not in name}
+    two = alone | {"instance_startup_x2": Measurement((2.0,), "s", True)}
+    derived, _, _ = derive(alone | load, FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
+    assert derived["load_cpu_s_per_byte"] == 0.8e-9 and derived["host_cores"] == 1.5
+    derived, _, _ = derive(two | load, FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
+    assert 1.5 < derived["host_cores"] < 2.0
+    del load["reader_load_cpu"]
+    derived, _, _ = derive(two | load, FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
+    assert derived["host_cores"] == 8.0  # nothing stretched: the OS's count
 
 
 def test_lines_through_exact_points_are_recovered():

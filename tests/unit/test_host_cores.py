@@ -1,20 +1,26 @@
-"""`fit_host_cores` on start-up times worked by hand from its model: k start-ups at once
-on c cores each take `fixed + cpu * max(1, k / c)`, `fixed = alone - cpu`; the fit is the
-c on a 0.01 grid from 1 with the least squared error."""
+"""`fit_host_cores` on start-up times worked by hand from its model: a start-up beside
+flows that leave it `rate` of c cores (max-min fair, itself capped at one) takes
+`fixed + cpu / min(1, rate)`, `fixed = alone - cpu`; the fit is the c on a 0.01 grid
+from 1 with the least squared error."""
 
-from calibration.measure.host_cores import fit_host_cores
+from calibration.measure.host_cores import Stretch, at_once, fit_host_cores
+
+
+def together(**walls: float) -> list[Stretch]:
+    """Start-ups begun together, `x2=2.0` meaning two at once took 2.0 s each."""
+    return [at_once(int(name.removeprefix("x")), wall) for name, wall in walls.items()]
 
 
 def test_times_made_by_the_model_give_back_its_cores():
     # fixed = 2.0 - 1.5 = 0.5. On c = 2: two at once 0.5 + 1.5 * max(1, 2/2) = 2.0 s;
     # four 0.5 + 1.5 * 4/2 = 3.5 s.
-    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 3.5}, 8) == 2.0
+    assert fit_host_cores(2.0, 1.5, together(x2=2.0, x4=3.5), 8) == 2.0
     # On c = 2.5: two at once 0.5 + 1.5 = 2.0 s (2/2.5 < 1); four 0.5 + 1.5 * 1.6 = 2.9 s.
-    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.9}, 8) == 2.5
+    assert fit_host_cores(2.0, 1.5, together(x2=2.0, x4=2.9), 8) == 2.5
     # fixed = 0, cpu = 2: two at once 2 * 2/c = 2.5 s gives c = 1.6; four 2 * 4/1.6 = 5.0 s.
-    assert fit_host_cores(2.0, 2.0, {2: 2.5, 4: 5.0}, 2) == 1.6
+    assert fit_host_cores(2.0, 2.0, together(x2=2.5, x4=5.0), 2) == 1.6
     # One core: two at once 0.5 + 1.5 * 2 = 3.5 s, four 0.5 + 1.5 * 4 = 6.5 s.
-    assert fit_host_cores(2.0, 1.5, {2: 3.5, 4: 6.5}, 8) == 1.0
+    assert fit_host_cores(2.0, 1.5, together(x2=3.5, x4=6.5), 8) == 1.0
 
 
 def test_times_off_the_model_give_the_least_squares_cores():
@@ -22,11 +28,31 @@ def test_times_off_the_model_give_the_least_squares_cores():
     # is (1 - 2u)^2 + (4 - 4u)^2, least where -4(1 - 2u) - 8(4 - 4u) = 0: u = 36/40 =
     # 0.9, c = 1.111; the error grows as 20 (u - 0.9)^2, so of the grid's 1.11
     # (u = 0.9009) and 1.12 (u = 0.8929), 1.11.
-    assert fit_host_cores(1.0, 1.0, {2: 1.0, 4: 4.0}, 8) == 1.11
+    assert fit_host_cores(1.0, 1.0, together(x2=1.0, x4=4.0), 8) == 1.11
 
 
 def test_no_stretch_bounds_the_cores_from_below_only():
     # Start-ups at once take as long as one alone: every c >= 4 fits, and the fit takes
     # the OS's count, or the largest level measured when the OS reports fewer.
-    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.0}, 8) == 8.0
-    assert fit_host_cores(2.0, 1.5, {2: 2.0, 4: 2.0}, 2) == 4.0
+    assert fit_host_cores(2.0, 1.5, together(x2=2.0, x4=2.0), 8) == 8.0
+    assert fit_host_cores(2.0, 1.5, together(x2=2.0, x4=2.0), 2) == 4.0
+
+
+def test_a_start_up_beside_a_load_gets_what_the_load_leaves_it():
+    # fixed = 0, cpu = 1. Beside a load capped at 0.9 cores on c = 1.7 cores, the load
+    # (below the fair 0.85 only if c were over 1.8) gets 0.85 and so does the start-up:
+    # 1 / 0.85 = 1.176 s. On c = 1.5 both get 0.75: 1.333 s.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.85, (0.9,))], 8) == 1.7
+    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.75, (0.9,))], 8) == 1.5
+    # A load capped at 0.4 takes its 0.4 below the fair half: on c = 1.2 it leaves the
+    # start-up 0.8 cores (1.25 s); from c = 1.4 up the start-up has its whole core (1.0 s).
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, (0.4,))], 8) == 1.2
+
+
+def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
+    # Two start-ups at once hardly stretch (c = 1.9 alone would fit them: 2/1.9 = 1.053),
+    # but beside a load capped at 0.8 cores one took 1.25 s: on c = 1.9 it would get its
+    # core (0.8 + 1 <= 1.9) and take 1.0 s. The least squares of both lie between.
+    alone = fit_host_cores(1.0, 1.0, together(x2=2 / 1.9), 8)
+    both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, (0.8,))], 8)
+    assert alone == 1.9 and 1.6 < both < 1.9
