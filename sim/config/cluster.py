@@ -11,6 +11,7 @@ the file and the key.
 from pathlib import Path
 from typing import Any
 
+from sim.config.catalog import generate
 from sim.config.engines import engine_of, parse_engines
 from sim.config.fields import (
     Parser,
@@ -101,7 +102,7 @@ _MODEL_DEFAULTS = {
 # Tables whose keys the user overrides one by one.
 _SECTIONS = ("workload", "migration")
 # The other keys a cluster file may have.
-_OPTIONAL = ("servers", "models", "engines", "profile", "sleep")
+_OPTIONAL = ("servers", "models", "catalog", "engines", "profile", "sleep")
 
 
 def _merge(default: dict, user: dict) -> dict:
@@ -111,7 +112,7 @@ def _merge(default: dict, user: dict) -> dict:
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
                 "queue, peer_loading, remote_download, sleep, workload, migration, servers, "
-                "models, engines, profile)"
+                "models, catalog, engines, profile)"
             )
     taken = (*_TOP, "engines", "profile", "sleep", _PEER, _DOWNLOAD)  # as the user gives them
     merged = {**default, **{k: v for k, v in user.items() if k in taken}}
@@ -125,6 +126,11 @@ def _merge(default: dict, user: dict) -> dict:
         merged["servers"] = [
             {**template, **sub_table(group, f"servers[{i}]")} for i, group in enumerate(groups)
         ]
+    if "catalog" in user:
+        if "models" in user:
+            raise InputError("catalog: give [models] or [catalog], not both")
+        merged["catalog"] = sub_table(user["catalog"], "catalog")
+        del merged["models"]  # generated once the servers are known (`_generated`)
     if "models" in user:
         models = sub_table(user["models"], "models")
         if not models:
@@ -339,18 +345,31 @@ def _check_ssd_space(models: dict[str, ModelSpec], servers: tuple[ServerGroup, .
                 )
 
 
-def read_config(path: str | Path | None = None, profile: str | Path | None = None) -> ClusterConfig:
+def read_config(
+    path: str | Path | None = None,
+    profile: str | Path | None = None,
+    *,
+    models: int | None = None,
+) -> ClusterConfig:
     """The configuration in `path` laid over the defaults (the defaults alone when None),
     with the hardware numbers of the `profile` laid over that (`sim.config.profile`),
-    built once; errors name the file (and the profile, when one was laid over it)."""
+    built once; errors name the file (and the profile, when one was laid over it).
+    `models` (the command line's `--models`) replaces the catalog by a generated one of
+    that many models, drawn as the file's `[catalog]` says, if it has one."""
     table = default_cluster()
     where = ""
-    if path is not None:
-        where = str(path)
-        try:
+    here = None if path is None else Path(path).parent
+    try:
+        if path is not None:
+            where = str(path)
             table = _merge(table, read_toml(Path(path)))
-        except InputError as err:
-            raise InputError(f"{where}: {err}") from None
+        if models is not None:
+            table.pop("models", None)
+            table["catalog"] = {**table.get("catalog", {}), "models": models}
+        if "catalog" in table:
+            table["models"] = _generated(table.pop("catalog"), table["servers"], here)
+    except InputError as err:
+        raise InputError(f"{where}: {err}" if where else str(err)) from None
     if profile is not None:
         derived, digest = read_profile(Path(profile))
         where = f"{where} with the profile {profile}" if where else f"{profile}"
@@ -363,6 +382,19 @@ def read_config(path: str | Path | None = None, profile: str | Path | None = Non
         return _build(table)
     except InputError as err:
         raise InputError(f"{where}: {err}" if where else str(err)) from None
+
+
+def _generated(catalog: dict, groups: list[dict], here: Path | None) -> dict[str, dict]:
+    """The `[models]` tables of a generated catalog (`sim.config.catalog`), for the
+    server groups as written (their GPUs, memory, SSDs and count parsed here)."""
+    keys = ("count", "gpus", "gpu_memory", "ssd")
+    servers = [
+        parse_fields(
+            {k: group.get(k) for k in keys}, {k: _SERVER[k] for k in keys}, f"servers[{i}]."
+        )
+        for i, group in enumerate(groups)
+    ]
+    return generate(catalog, servers, here)
 
 
 def _sizes(models: dict) -> dict[str, tuple[int, int, bool]]:

@@ -59,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="cluster TOML laid over the defaults (default: 4 servers x 4 A40-class GPUs)",
     )
+    run.add_argument(
+        "--models",
+        type=int,
+        default=None,
+        help="replace the catalog by a generated hub of N models, drawn as the cluster's "
+        "[catalog] says, if it has one (docs/configuration.md#generated-catalogs)",
+    )
     run.add_argument("--seed", type=int, default=0, help="seed for every random draw (default: 0)")
     run.add_argument(
         "--out",
@@ -256,7 +263,12 @@ def run(args: argparse.Namespace) -> int:
         get_policy(args.policy)
     except KeyError as err:
         raise InputError(str(err.args[0])) from None
-    config = read_config(args.cluster, args.profile)
+    if args.models is not None and not 1 <= args.models <= bounds.MODELS:
+        raise InputError(
+            f"--models: expected an integer from 1 to {bounds.MODELS} (thaw_kernel/bounds.py), "
+            f"got {args.models}"
+        )
+    config = read_config(args.cluster, args.profile, models=args.models)
     if args.queue is not None:
         config = with_queue(config, args.queue, "--queue")
     if args.keep_alive is not None:
