@@ -2,25 +2,29 @@
 never fails on time.
 
     python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
-        [--policies locality,startup-aware] [--gpus 8] [--rate-per-server 0.5] [--peer]
-        [--sleep] [--ewl] [--json]
+        [--models 10,1000,100000] [--policies locality,startup-aware] [--gpus 8]
+        [--rate-per-server 0.5] [--peer] [--sleep] [--ewl] [--json]
 
-Each cell of the matrix (requests x servers x policy) runs in a fresh process, so peak
-memory is the cell's own. The workload: a synthetic trace (`traces.generate`: Poisson
-arrivals at `--rate-per-server` requests/s per server, so a bigger cluster sees
+Each cell of the matrix (requests x servers x models x policy) runs in a fresh process, so
+peak memory is the cell's own. The workload: a synthetic trace (`traces.generate`:
+Poisson arrivals at `--rate-per-server` requests/s per server, so a bigger cluster sees
 proportionally more load; token lengths resampled from the bundled Azure LLM 2023 code
-trace; models by Zipf popularity over the default catalog), on the default cluster
-with `--servers` servers of `--gpus` GPUs (`--peer`: with peer loading on, its default
-links, docs/peer-loading.md; `--sleep`: idle engines sleep at level 1, keeping 2 GiB a GPU,
-for up to 600 s after the keep-alive; `--ewl`: every model of the catalog on an engine of
-the default start-up, the fixed `instance_startup_s` then the load, that executes while
-loading, docs/sleep-and-overlap.md). Printed per cell:
+trace; models by Zipf popularity over the catalog), on the default cluster with
+`--servers` servers of `--gpus` GPUs and the default catalog, or with `--models`, a
+generated hub of that many models of the bundled catalog's sizes (`[catalog]`,
+docs/configuration.md#generated-catalogs; not with `--ewl`). `--peer`: with peer loading
+on, its default links (docs/peer-loading.md); `--sleep`: idle engines sleep at level 1,
+keeping 2 GiB a GPU, for up to 600 s after the keep-alive; `--ewl`: every model of the
+catalog on an engine of the default start-up, the fixed `instance_startup_s` then the
+load, that executes while loading (docs/sleep-and-overlap.md). Printed per cell:
 simulated requests per wall second, events per request, and peak resident memory beyond
 the trace's own columns, per request; then, per policy and request count, the per-request
-cost at each cluster size relative to the smallest (flat is 1.0).
+cost at each cluster size relative to the smallest, and at each catalog size relative to
+the smallest (flat is 1.0).
 """
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -50,10 +54,15 @@ def peak_rss_bytes() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def cluster(servers: int, gpus: int, peer: bool, sleep: bool, ewl: bool) -> dict:
+def cluster(
+    servers: int, gpus: int, peer: bool, sleep: bool, ewl: bool, models: int | None = None
+) -> dict:
     """The cluster file of a cell: the default cluster, `servers` servers of `gpus` GPUs,
-    with the mechanisms switched on."""
+    a generated catalog of `models` models (None: the default catalog), with the
+    mechanisms switched on."""
     table: dict = {"servers": [{"count": servers, "gpus": gpus}]}
+    if models is not None:
+        table["catalog"] = {"models": models}
     if peer:
         table["peer_loading"] = True
     if sleep:
@@ -76,11 +85,12 @@ def measure(
     peer: bool = False,
     sleep: bool = False,
     ewl: bool = False,
+    models: int | None = None,
 ) -> dict:
     """One cell, in this process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.toml"
-        path.write_text(tomli_w.dumps(cluster(servers, gpus, peer, sleep, ewl)))
+        path.write_text(tomli_w.dumps(cluster(servers, gpus, peer, sleep, ewl, models)))
         config = read_config(path)
     trace = synthesize(
         np.random.default_rng(seed),
@@ -99,6 +109,7 @@ def measure(
     return {
         "requests": requests,
         "servers": servers,
+        "models": len(config.models),
         "gpus_per_server": gpus,
         "policy": policy,
         "mechanisms": [name for name, on in (("peer", peer), ("sleep", sleep), ("ewl", ewl)) if on],
@@ -124,13 +135,14 @@ def measure_in_child(
     peer: bool,
     sleep: bool,
     ewl: bool,
+    models: int | None,
 ) -> dict:
     """One cell in a fresh interpreter, so its peak memory is its own."""
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
         "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
     )
-    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep, ewl])
+    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep, ewl, models])
     here = str(Path(__file__).parent)
     out = subprocess.run(
         [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
@@ -138,27 +150,26 @@ def measure_in_child(
     return json.loads(out.stdout)
 
 
-def scaling(cells: list[dict]) -> list[dict]:
-    """Per policy and request count: wall time per request at each cluster size, over the
-    smallest size's."""
+def scaling(cells: list[dict], axis: str) -> list[dict]:
+    """Wall time per request at each value of `axis` ("servers" or "models"), over its
+    smallest value's, among cells alike in everything else."""
+    others = [key for key in ("policy", "requests", "servers", "models") if key != axis]
+    rows: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        rows.setdefault(tuple(cell[key] for key in others), []).append(cell)
     ratios = []
-    for policy in dict.fromkeys(c["policy"] for c in cells):
-        for requests in dict.fromkeys(c["requests"] for c in cells):
-            row = sorted(
-                (c for c in cells if c["policy"] == policy and c["requests"] == requests),
-                key=lambda c: c["servers"],
-            )
-            if len(row) > 1:
-                base = row[0]["wall_s"] / requests
-                ratios += [
-                    {
-                        "policy": policy,
-                        "requests": requests,
-                        "servers": c["servers"],
-                        "cost_ratio": c["wall_s"] / requests / base,
-                    }
-                    for c in row[1:]
-                ]
+    for row in rows.values():
+        row.sort(key=lambda c: c[axis])
+        base = row[0]["wall_s"] / row[0]["requests"]
+        ratios += [
+            {
+                **{key: c[key] for key in others},
+                "axis": axis,
+                axis: c[axis],
+                "cost_ratio": c["wall_s"] / c["requests"] / base,
+            }
+            for c in row[1:]
+        ]
     return ratios
 
 
@@ -177,39 +188,47 @@ def main() -> None:
     parser.add_argument("--sleep", action="store_true", help="with sleeping engines on")
     parser.add_argument("--ewl", action="store_true", help="with execute-while-load on")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--models", type=_ints, default=[None], help="generated catalogs of these many models"
+    )
     args = parser.parse_args()
+    if args.ewl and args.models != [None]:
+        parser.error("--ewl puts the default catalog's models on an engine: not with --models")
     cells = []
-    for policy in args.policies.split(","):
-        for requests in args.requests:
-            for servers in args.servers:
-                cell = measure_in_child(
-                    requests,
-                    servers,
-                    args.gpus,
-                    policy,
-                    args.rate_per_server,
-                    args.peer,
-                    args.sleep,
-                    args.ewl,
-                )
-                cells.append(cell)
-                if not args.json:
-                    print(
-                        f"{policy:>14} {requests:>9,} requests {servers:>5} servers: "
-                        f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
-                        f"{cell['events_per_request']:.2f} events/request, "
-                        f"{cell['rss_growth_per_request_bytes']:,.0f} B/request",
-                        flush=True,
-                    )
-    ratios = scaling(cells)
+    for policy, requests, servers, models in itertools.product(
+        args.policies.split(","), args.requests, args.servers, args.models
+    ):
+        cell = measure_in_child(
+            requests,
+            servers,
+            args.gpus,
+            policy,
+            args.rate_per_server,
+            args.peer,
+            args.sleep,
+            args.ewl,
+            models,
+        )
+        cells.append(cell)
+        if not args.json:
+            print(
+                f"{policy:>14} {requests:>9,} requests {servers:>5} servers "
+                f"{cell['models']:>7,} models: "
+                f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
+                f"{cell['events_per_request']:.2f} events/request, "
+                f"{cell['rss_growth_per_request_bytes']:,.0f} B/request",
+                flush=True,
+            )
+    ratios = scaling(cells, "servers") + scaling(cells, "models")
     if args.json:
         json.dump({"cells": cells, "scaling": ratios}, sys.stdout)
         print()
         return
     for r in ratios:
+        where = {"servers": "cluster's", "models": "catalog's"}[r["axis"]]
         print(
             f"{r['policy']:>14} {r['requests']:>9,} requests: cost per request at "
-            f"{r['servers']} servers = {r['cost_ratio']:.2f}x the smallest cluster's"
+            f"{r[r['axis']]:,} {r['axis']} = {r['cost_ratio']:.2f}x the smallest {where}"
         )
 
 

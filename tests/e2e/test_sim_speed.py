@@ -55,3 +55,18 @@ def test_a_cell_runs_with_every_mechanism_on(repo_root):
     ).stdout  # fmt: skip
     (cell,) = json.loads(out)["cells"]
     assert cell["mechanisms"] == ["peer", "sleep", "ewl"] and cell["requests"] == 300
+
+
+def test_the_models_axis_generates_catalogs_and_compares_their_cost(repo_root):
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    out = subprocess.run(
+        [
+            sys.executable, str(script), "--requests", "200", "--servers", "2",
+            "--models", "3,40", "--policies", "locality", "--json",
+        ],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    report = json.loads(out)
+    assert [cell["models"] for cell in report["cells"]] == [3, 40]
+    (ratio,) = report["scaling"]
+    assert ratio["axis"] == "models" and ratio["models"] == 40 and ratio["cost_ratio"] > 0
