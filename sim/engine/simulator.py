@@ -41,6 +41,7 @@ from sim.model.instance import WARM, Handover, Instance
 from sim.model.loading import CheckpointLoad
 from sim.model.migration import Migration
 from sim.model.peer import PeerLoad
+from sim.model.per_model import PerModel
 from sim.model.room_index import RoomIndex
 from sim.model.sleepers import Sleepers
 from sim.model.startup import Startup
@@ -79,7 +80,7 @@ class Simulation:
         self._held: dict[Instance, _Held] = {}  # instances waiting for migrations
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
-        self._rooms = {name: RoomIndex(spec.max_batch) for name, spec in config.models.items()}
+        self._rooms = PerModel(lambda name: RoomIndex(config.models[name].max_batch))
         self.queue = get_queue(config.queue)(
             self._route, self.cluster, config.models, self.table.arrival
         )

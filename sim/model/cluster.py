@@ -19,6 +19,7 @@ from sim.model.loading import cpu_phases, fastest_tier, load_phases
 from sim.model.migration import round_cost
 from sim.model.overlap import hidden_s
 from sim.model.peer import PeerTier
+from sim.model.per_model import PerModel
 from sim.model.server import CORES, HOST_DISK, Server
 from sim.model.transfers import ServerLinks
 from sim.spec import ClusterConfig, ModelSpec
@@ -31,8 +32,8 @@ class Cluster:
         self._clock = clock
         self._config = config
         self.models: dict[str, ModelSpec] = config.models
-        self._holders: dict[str, dict[str, IndexedSet]] = {
-            tier: {name: IndexedSet() for name in config.models} for tier in CACHE_TIERS
+        self._holders: dict[str, PerModel[IndexedSet]] = {
+            tier: PerModel(lambda _: IndexedSet()) for tier in CACHE_TIERS
         }
         self.servers: list[Server] = []
         self._by_available: list[list[IndexedSet]] = []
@@ -62,15 +63,8 @@ class Cluster:
         self._indexed_available = [s.gpus for s in self.servers]
         self._total_available = sum(self._indexed_available)
         # Server groups whose GPUs can host each model (enough GPUs, enough memory).
-        self._groups_for = {
-            name: [
-                g
-                for g, group in enumerate(config.servers)
-                if group.can_host(spec.gpus, spec.weights)
-            ]
-            for name, spec in config.models.items()
-        }
-        self._steps = {name: config.steps(name) for name in config.models}
+        self._groups_for: PerModel[list[int]] = PerModel(self._groups_that_host)
+        self._steps: PerModel[tuple[Step, ...]] = PerModel(config.steps)
         self.peer = PeerTier(clock, self.servers) if config.peer_loading else None
         self.gpu_seconds = 0.0
         # Of those: GPU time before instances were warm, and warm with no request.
@@ -92,6 +86,14 @@ class Cluster:
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
+
+    def _groups_that_host(self, model: str) -> list[int]:
+        spec = self.models[model]
+        return [
+            g
+            for g, group in enumerate(self._config.servers)
+            if group.can_host(spec.gpus, spec.weights)
+        ]
 
     def _cache_changed(self, tier: str, model: str, server: int, held: bool) -> None:
         if held:

@@ -35,6 +35,7 @@ from sim.model.clock import Clock, Timer
 from sim.model.cluster import Cluster
 from sim.model.instance import SLEEPING, STOPPED, Instance
 from sim.model.loading import CheckpointLoad
+from sim.model.per_model import PerModel
 from sim.model.server import Server
 from sim.model.startup import Startup
 from sim.spec import ClusterConfig
@@ -51,7 +52,7 @@ class Sleepers:
         self._cluster = cluster
         self._clock = clock
         self.sleep_s = sleep_s
-        self.asleep: dict[str, dict[Instance, Timer]] = {m: {} for m in config.models}
+        self.asleep: PerModel[dict[Instance, Timer]] = PerModel(lambda _: {})
         self.wakes = {1: 0, 2: 0}
         self.gpu_seconds = 0.0  # the memory share of their GPUs the sleeping engines kept
         # Per GPU of each group, the memory sleeping engines may keep.
@@ -236,7 +237,7 @@ class Sleepers:
 
     def cut_short(self) -> None:
         """A time limit ends the run: charge and log the engines still asleep."""
-        for engines in self.asleep.values():
-            for instance, timer in list(engines.items()):
+        for model in self._config.models:  # in the catalog's order, as before the cut
+            for instance, timer in list(self.asleep.get(model, {}).items()):
                 timer.cancel()
                 self._end(instance, "running")

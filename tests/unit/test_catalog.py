@@ -6,12 +6,17 @@ import re
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from refusal import refused
 
+import traces
 from sim.config import read_config
+from sim.engine.simulator import Simulation
 from sim.runner.cli import main
+from thaw_kernel import seeds
 from thaw_kernel.errors import InputError
+from traces.generate import synthesize
 
 A40 = 696e9  # GB/s of memory bandwidth, the default's
 TENSOR = 150e12  # FLOP/s fp16 dense, the default's
@@ -150,3 +155,20 @@ def test_a_bad_model_listing_is_refused_naming_its_line(tmp_path, listing, expec
     (tmp_path / "hub.csv").write_text(listing)
     with pytest.raises(InputError, match=re.escape(expected)):
         read_config(cluster(tmp_path, '[catalog]\nfile = "hub.csv"\n'))
+
+
+def test_a_hub_builds_books_only_for_the_models_a_run_meets():
+    # 100,000 models, 300 requests: the per-model books (rooms, holders, start-up steps)
+    # exist for the models the requests named and those placed on SSD, not for all.
+    config = read_config(models=100_000)
+    trace = synthesize(
+        np.random.default_rng(0), list(config.models), rate=5.0, count=300,
+        reference=traces.reference_tokens,
+    )  # fmt: skip
+    sim = Simulation(config, trace, "locality", seeds.rng(0, "policy"))
+    sim.run()
+    met = set(trace.model)
+    placed = {name for name, spec in config.models.items() if spec.ssd_servers}
+    assert set(sim._rooms) <= met and set(sim.cluster._steps) <= met
+    assert set(sim.cluster._holders["ssd"]) <= met | placed
+    assert len(met | placed) < 1_000 and not np.isnan(sim.table.ttft_s).any()
