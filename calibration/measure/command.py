@@ -46,9 +46,7 @@ from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settin
 from calibration.measure.startup_probe import (
     BESIDE_LOAD,
     CONCURRENCY,
-    measure_concurrent_startup,
-    measure_startup,
-    measure_startup_beside_load,
+    measure_startups,
 )
 from calibration.measure.storage_probe import (
     NotADisk,
@@ -183,9 +181,7 @@ def _measure_all(
     _step(2, steps, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
     _step(3, steps, "instance start-up (a fresh process importing torch)")
-    results |= measure_startup(device, chosen.startup_runs)
-    results |= measure_concurrent_startup(device, chosen.startup_rounds)
-    results |= measure_startup_beside_load(device, chosen.startup_runs, copies[0])
+    results |= measure_startups(device, chosen.startup_runs, chosen.startup_rounds, copies[0])
     _say(
         f"start-up: {results['instance_startup'].median:.2f} s (median), "
         f"{results['instance_startup_cpu'].median:.2f} CPU-seconds; at once: "

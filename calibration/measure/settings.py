@@ -80,7 +80,7 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             reader_bytes=64 * MiB,
             remote_downloads=3,
             startup_runs=3,
-            startup_rounds=1,
+            startup_rounds=2,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
             sweep_rounds=3,
             model=QUICK_MODEL,

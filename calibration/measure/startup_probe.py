@@ -1,5 +1,6 @@
 """An instance's start-up: a fresh process that imports torch and creates its device
-context, before any checkpoint byte is read; alone, and several at once.
+context, before any checkpoint byte is read; alone, several at once, and beside a load,
+the three kinds taking turns.
 
 Timed from outside, as a scheduler sees it: from spawning the process to its word that
 one tiny operation on the device is done (which, on a GPU, creates the CUDA context);
@@ -33,64 +34,80 @@ CONCURRENCY = (2, 4)  # start-ups at once, beside the ones timed alone
 BESIDE_LOAD = "instance_startup_beside_load"
 
 
-def measure_startup(device: str, runs: int) -> dict[str, Measurement]:
-    """`instance_startup` (the runs after the first), `instance_startup_first` and
-    `instance_startup_cpu` (CPU-seconds of the runs after the first), in s."""
-    samples = [_time_to_ready(_spawn(device), time.perf_counter()) for _ in range(runs + 1)]
+def measure_startups(
+    device: str, runs: int, rounds: int, checkpoint: Path
+) -> dict[str, Measurement]:
+    """Every start-up figure, the kinds taking turns so that a machine that drifts (a
+    neighbour's job, a VM's host) drifts for all of them, and the fit of `host_cores`
+    compares start-ups timed under the same conditions:
+
+    - `instance_startup_first`: the very first, apart (it may read torch from disk);
+    - `instance_startup`, `instance_startup_cpu`: `runs` alone, wall and CPU seconds;
+    - `instance_startup_xK`: `rounds` rounds of K begun at once, each one's wall time;
+    - `BESIDE_LOAD`: `runs` one at a time, each begun while a reader process loads
+      `checkpoint` cold (evicted before each of its loads).
+    """
+    first = _time_to_ready(_spawn(device), time.perf_counter())
+    alone: list[tuple[float, float]] = []
+    at_once: dict[int, list[float]] = {k: [] for k in CONCURRENCY}
+    beside: list[float] = []
+    with Readers(1, buffer_bytes(checkpoint)) as reader:
+        for turn in range(max(runs, rounds)):
+            if turn < runs:
+                alone.append(_time_to_ready(_spawn(device), time.perf_counter()))
+            for k in CONCURRENCY if turn < rounds else ():
+                at_once[k] += _together(device, k)
+            if turn < runs:
+                beside.append(_beside_a_load(device, reader, checkpoint))
     return {
-        "instance_startup_first": Measurement((samples[0][0],), "s", True),
-        "instance_startup": Measurement(tuple(wall for wall, _ in samples[1:]), "s", True),
-        "instance_startup_cpu": Measurement(tuple(cpu for _, cpu in samples[1:]), "s", True),
+        "instance_startup_first": Measurement((first[0],), "s", True),
+        "instance_startup": Measurement(tuple(wall for wall, _ in alone), "s", True),
+        "instance_startup_cpu": Measurement(tuple(cpu for _, cpu in alone), "s", True),
+        **{
+            f"instance_startup_x{k}": Measurement(tuple(walls), "s", True)
+            for k, walls in at_once.items()
+        },
+        BESIDE_LOAD: Measurement(tuple(beside), "s", True),
     }
 
 
-def measure_concurrent_startup(device: str, rounds: int) -> dict[str, Measurement]:
-    """`instance_startup_xK`: each start-up's wall time when K begin at once, in s."""
-    results = {}
-    for k in CONCURRENCY:
-        samples: list[float] = []
-        for _ in range(rounds):
-            started = time.perf_counter()
-            children = [_spawn(device) for _ in range(k)]
-            with ThreadPoolExecutor(k) as pool:
-                timed = pool.map(_time_to_ready, children, [started] * k)
-                samples += [wall for wall, _ in timed]
-        results[f"instance_startup_x{k}"] = Measurement(tuple(samples), "s", True)
-    return results
+def _together(device: str, k: int) -> list[float]:
+    """The wall times of `k` start-ups begun at once."""
+    started = time.perf_counter()
+    children = [_spawn(device) for _ in range(k)]
+    with ThreadPoolExecutor(k) as pool:
+        return [wall for wall, _ in pool.map(_time_to_ready, children, [started] * k)]
 
 
-def measure_startup_beside_load(device: str, runs: int, checkpoint: Path) -> dict[str, Measurement]:
-    """`BESIDE_LOAD`: `runs` start-ups' wall times, one at a time, each begun while a
-    reader process loads `checkpoint` cold (evicted before each of its loads), in s."""
-    samples: list[float] = []
-    with Readers(1, buffer_bytes(checkpoint)) as reader:
-        loading, stop, failed = threading.Event(), threading.Event(), []
+def _beside_a_load(device: str, reader: Readers, checkpoint: Path) -> float:
+    """One start-up's wall time, begun once `reader` is loading `checkpoint` cold, which
+    it does again and again until the start-up is ready."""
+    loading, stop, failed = threading.Event(), threading.Event(), []
 
-        def load_again_and_again() -> None:
-            try:
-                while not stop.is_set():
-                    make_cold(str(checkpoint / BLOB_NAME))
-                    loading.set()
-                    reader.together(LOAD_COMMAND, [checkpoint])
-            except Exception as error:  # raised in the timing thread, below
-                failed.append(error)
-            finally:
-                loading.set()
-
-        loader = threading.Thread(target=load_again_and_again)
-        loader.start()
+    def load_again_and_again() -> None:
         try:
-            loading.wait()
-            for _ in range(runs):
-                if failed:
-                    break
-                samples.append(_time_to_ready(_spawn(device), time.perf_counter())[0])
+            while not stop.is_set():
+                make_cold(str(checkpoint / BLOB_NAME))
+                loading.set()
+                reader.together(LOAD_COMMAND, [checkpoint])
+        except Exception as error:  # raised in the timing thread, below
+            failed.append(error)
         finally:
-            stop.set()
-            loader.join()
+            loading.set()
+
+    loader = threading.Thread(target=load_again_and_again)
+    loader.start()
+    wall = 0.0
+    try:
+        loading.wait()
+        if not failed:
+            wall = _time_to_ready(_spawn(device), time.perf_counter())[0]
+    finally:
+        stop.set()
+        loader.join()
     if failed:
         raise failed[0]
-    return {BESIDE_LOAD: Measurement(tuple(samples), "s", True)}
+    return wall
 
 
 def _spawn(device: str) -> subprocess.Popen:
