@@ -160,6 +160,10 @@ class Cluster:
     def can_host(self, server: int, model: str) -> bool:
         return self.servers[server].group_index in self._groups_for[model]
 
+    def host_groups(self, model: str) -> tuple[int, ...]:
+        """The server groups that can host `model` (enough GPUs and GPU memory)."""
+        return tuple(self._groups_for[model])
+
     def holders(self, model: str, tier: str) -> IndexedSet:
         return self._holders[tier][model]
 
