@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from policies import get_policy
-from policies.base import Request, Start
+from policies import get_policy, policy_names
+from policies.base import Needs, Request, Start
 from sim.config import read_config
 from sim.engine.simulator import Simulation
 from sim.model.clock import Clock
@@ -165,3 +165,53 @@ def test_a_preempted_request_older_than_the_head_takes_the_reservation_over(tmp_
     rows = [(0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "b", 1, 1)]
     sim = run(cfg, rows, policy="preemption")
     assert sim.preemptions > 0 and (sim.table.status == 1).all()
+
+
+# Thirty models on two servers of two GPUs: most of them wait at any moment.
+MANY = [(f"s{k}", 1, 1, 10.0 + k) for k in range(24)] + [(f"b{k}", 2, 2, 5.0 + k) for k in range(6)]
+
+
+def many_waiting(count: int = 90) -> list[tuple[float, str, int, int]]:
+    rng = np.random.default_rng(1)
+    names = [name for name, *_ in MANY]
+    return [
+        (float(t), names[rng.integers(len(names))], int(rng.integers(1, 1024)), 40)
+        for t in np.sort(rng.uniform(0.0, 20.0, count))
+    ]
+
+
+def counted(cfg, rows, policy, gated):
+    """A checked run, the queue skipping the retries that surely wait or not: the
+    simulation, the routes it tried, and the most models that waited at once."""
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(cfg, trace, policy, seeds.rng(0, "policy"), check=True)
+    if not gated:
+        sim.queue.needs = Needs.NOTHING  # no promise: every waiting model is visited
+    route, tried, peak = sim.queue.route, [0], [0]
+
+    def counting(i: int, model: str) -> bool:
+        tried[0] += 1
+        peak[0] = max(peak[0], len(sim.queue.waiting))
+        return route(i, model)
+
+    sim.queue.route = counting
+    sim.run()
+    return sim, tried[0], peak[0]
+
+
+@pytest.mark.parametrize("queue", ["fifo", "edf", "backfill"])
+@pytest.mark.parametrize("policy", policy_names())
+def test_a_retry_skips_only_the_models_that_would_surely_wait(tmp_path, queue, policy):
+    cfg = config(tmp_path, queue, MANY, count=2, gpus=2)
+    rows = many_waiting()
+    gated, tried, peak = counted(cfg, rows, policy, gated=True)
+    full, tried_all, _ = counted(cfg, rows, policy, gated=False)
+    assert peak >= 15
+    pd.testing.assert_frame_equal(gated.table.frame(), full.table.frame(), check_exact=True)
+    pd.testing.assert_frame_equal(
+        gated.cluster.log.frame(), full.cluster.log.frame(), check_exact=True
+    )
+    if gated.policy.needs is Needs.NOTHING:
+        assert tried == tried_all
+    else:
+        assert tried * 3 < tried_all, (tried, tried_all)
