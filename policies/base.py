@@ -196,16 +196,22 @@ class Needs(Enum):
 
     NOTHING = "nothing"  # no promise (it may make room by preempting, say)
     CANDIDATE = "candidate"  # a server that can start the model now
-    # A candidate, or as many available GPUs over the cluster as the model needs: a
-    # migration moves GPUs in use, it frees none (`displacement.cheapest_moves`).
+    # A candidate, or a server whose DRAM or SSD caches the checkpoint and as many
+    # available GPUs over the cluster as the model needs: a migration makes room only on
+    # such a server, and it moves GPUs in use, it frees none (`displacement`).
     GPUS = "gpus"
 
     def met(self, view: ClusterView, model: str) -> bool:
         """Whether `view` offers it for `model`. The same for every model of equal GPUs
-        that the same server groups can host."""
-        if self is Needs.NOTHING or view.candidate_count(model):
+        that the same server groups can host, and cached somewhere or nowhere alike."""
+        # Is there a candidate: one look per server group, cheaper than `candidate_count`.
+        if self is Needs.NOTHING or view.least_occupied_candidate(model) is not None:
             return True
-        return self is Needs.GPUS and view.total_available_gpus() >= view.gpus_needed(model)
+        return (
+            self is Needs.GPUS
+            and view.total_available_gpus() >= view.gpus_needed(model)
+            and any(view.holders(model, tier) for tier in CACHE_TIERS)
+        )
 
 
 class Policy(ABC):

@@ -25,7 +25,7 @@ from policies.displacement import cheapest_moves, first_round_cost, start_or_mak
 
 @register("migration")
 class Migration(Policy):
-    needs = Needs.GPUS  # a start needs a candidate, a migration the cluster's free GPUs
+    needs = Needs.GPUS  # a start needs a candidate; a migration, a holder and free GPUs
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model

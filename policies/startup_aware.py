@@ -41,7 +41,7 @@ class StartupAware(Policy):
     REMOTE_PROBES = 8
     weighs_wakes = True
     # Starts and wakes need a candidate (a sleeping engine is offered only where it can
-    # wake now); a migration, the cluster's free GPUs.
+    # wake now); a migration, a busy holder and the cluster's free GPUs.
     needs = Needs.GPUS
 
     def place(self, request: Request, view: ClusterView) -> Decision:

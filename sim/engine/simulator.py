@@ -83,6 +83,7 @@ class Simulation:
         self.queue = get_queue(config.queue)(
             self._route, self.cluster, config.models, self.table.arrival, self.policy.needs
         )
+        self.cluster.cached_changed = self.queue.cached_changed
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim

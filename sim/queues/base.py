@@ -4,9 +4,10 @@ Placement decides where a new instance starts; the queue discipline decides whic
 waiting request is offered the cluster next, and what the others may see of it meanwhile
 (`view`). The simulator hands it every request that finds no instance to join and no
 server to start one on (`arrive`), every request a preemption puts back (`requeue`), and
-asks it to retry whenever capacity frees up (`drain`); it says which models' instances
-have room again (`room_opened`) and what the policy needs to place (`Needs`), so that a
-retry may skip the models that would surely wait. Disciplines register by name, one
+asks it to retry whenever capacity frees up (`drain`); it says what the policy needs to
+place (`Needs`), which models' instances have room again (`room_opened`) and which
+models became cached or uncached (`cached_changed`), so that a retry may skip the
+models that would surely wait. Disciplines register by name, one
 module each; `sim/queues/__init__.py` imports them all.
 """
 
@@ -60,6 +61,9 @@ class QueueDiscipline(ABC):
 
     def room_opened(self, model: str) -> None:  # noqa: B027 (an optional hook)
         """An instance of `model` has room now, where none had: its waiters could join."""
+
+    def cached_changed(self, model: str) -> None:  # noqa: B027 (an optional hook)
+        """Some server caches `model` now, where none did, or the reverse (`Needs.GPUS`)."""
 
     def view(self, i: int) -> ClusterView:
         """The cluster as the policy placing request `i` may see it."""

@@ -10,10 +10,11 @@ A retry skips the visits that would surely fail, so that it costs what it places
 how many models wait (a hub-scale catalog on scarce GPUs keeps thousands waiting). A
 route succeeds only by joining an instance of its model with room, or by a start or a
 wake, which need what the policy says it needs (`Needs`; a wake needs a server that can
-start the model). The waiting models are filed by start class (their GPUs and the server
-groups that can host them: a need is met for all of a class or for none), each class in
-the visiting order. A retry merges, step by step, the classes whose need is met then
-with the models that gained room since their last visit (`room_opened`). A skipped visit
+start the model). The waiting models are filed by start class (their GPUs, the server
+groups that can host them, and whether a server caches them: a need is met for all of a
+class or for none), each class in the visiting order. A retry merges, step by step, the
+classes whose need is met then with the models to recheck: those that gained room since
+their last visit (`room_opened`), or changed class during the retry. A skipped visit
 would have changed nothing (a Wait draws no random number), so every placement is the
 one that visiting every model makes.
 """
@@ -25,7 +26,7 @@ from operator import itemgetter
 from sim.queues.base import QueueDiscipline, register
 
 Key = tuple[float, ...]  # a model's place in the visiting order, from its oldest waiter
-StartClass = tuple[int, tuple[int, ...]]  # GPUs, host groups: where a model can start
+StartClass = tuple[int, tuple[int, ...], bool]  # GPUs, host groups, cached: see `Needs`
 
 _KEY = itemgetter(0)
 
@@ -36,11 +37,13 @@ class Fifo(QueueDiscipline):
         super().__init__(*args, **kwargs)
         self.waiting: dict[str, deque[int]] = {}  # per model, arrival order
         self._draining = False
-        # Per start class, its waiting models as (key, model), sorted; each one's key.
+        # Per start class, its waiting models as (key, model), sorted; where each is.
         self._lines: dict[StartClass, list[tuple[Key, str]]] = {}
-        self._filed: dict[str, Key] = {}
-        self._classes: dict[str, StartClass] = {}
-        self._roomy: set[str] = set()  # waiting models that may have an instance with room
+        self._filed: dict[str, tuple[Key, StartClass]] = {}
+        self._groups: dict[str, tuple[int, ...]] = {}  # host groups, per model
+        # Waiting models to visit whatever their class: they may have room, or their class
+        # changed during a retry.
+        self._recheck: set[str] = set()
         self._stale: set[str] | None = None  # while a retry runs: models to file after it
 
     def arrive(self, i: int, model: str) -> None:
@@ -53,11 +56,17 @@ class Fifo(QueueDiscipline):
     def requeue(self, i: int, model: str) -> None:
         bisect.insort(self.waiting.setdefault(model, deque()), i)  # numbers: arrival order
         self._touch(model)
-        self._roomy.add(model)  # another instance of its model may have room
+        self._recheck.add(model)  # another instance of its model may have room
 
     def room_opened(self, model: str) -> None:
         if model in self.waiting:
-            self._roomy.add(model)
+            self._recheck.add(model)
+
+    def cached_changed(self, model: str) -> None:
+        if model in self.waiting:
+            self._touch(model)
+            if self._stale is not None:
+                self._recheck.add(model)
 
     def _key(self, model: str) -> Key:
         """Where `model` stands in the visiting order: by its oldest waiter."""
@@ -84,7 +93,7 @@ class Fifo(QueueDiscipline):
         try:
             after: Key | None = None
             while (model := self._next(after)) is not None:
-                after = self._filed[model]
+                after = self._filed[model][0]
                 if model != skip:
                     self._visit(model)
         finally:
@@ -98,21 +107,22 @@ class Fifo(QueueDiscipline):
             queue.popleft()
         if not queue:
             del self.waiting[model]
-        self._roomy.discard(model)  # its route failed, so it has no room, or it waits no more
+        self._recheck.discard(model)  # its route failed (so it has no room), or it waits no more
         self._touch(model)
 
     def _next(self, after: Key | None) -> str | None:
         """The first model filed after `after` whose route may succeed now: the policy's
-        need is met for its class, or it may have room."""
+        need is met for its class, or it is to recheck."""
         best: tuple[Key, str] | None = None
         for line in self._lines.values():
             j = 0 if after is None else bisect.bisect_right(line, after, key=_KEY)
             if j < len(line) and (best is None or line[j] < best) and self._met(line[j][1]):
                 best = line[j]
-        for model in self._roomy:
-            key = self._filed.get(model)  # None: it began waiting during this retry
-            if key is None or (after is not None and key <= after):
+        for model in self._recheck:
+            filed = self._filed.get(model)  # None: it began waiting during this retry
+            if filed is None or (after is not None and filed[0] <= after):
                 continue
+            key = filed[0]
             if best is None or (key, model) < best:
                 best = (key, model)
         return None if best is None else best[1]
@@ -134,36 +144,36 @@ class Fifo(QueueDiscipline):
             self._stale.add(model)
 
     def _file(self, model: str) -> None:
-        """Put `model` where its oldest waiter places it, or drop it if none waits."""
-        start_class = self._start_class(model)
+        """Put `model` in its class's line where its oldest waiter places it, or drop it if
+        none waits."""
         old = self._filed.pop(model, None)
         if old is not None:
-            line = self._lines[start_class]
-            del line[bisect.bisect_left(line, (old, model))]
+            line = self._lines[old[1]]
+            del line[bisect.bisect_left(line, (old[0], model))]
             if not line:
-                del self._lines[start_class]
+                del self._lines[old[1]]
         if model in self.waiting:
-            key = self._key(model)
+            key, start_class = self._key(model), self._start_class(model)
             bisect.insort(self._lines.setdefault(start_class, []), (key, model))
-            self._filed[model] = key
+            self._filed[model] = key, start_class
         else:
-            self._roomy.discard(model)
+            self._recheck.discard(model)
 
     def _start_class(self, model: str) -> StartClass:
-        start_class = self._classes.get(model)
-        if start_class is None:
-            start_class = (self.models[model].gpus, self.cluster.host_groups(model))
-            self._classes[model] = start_class
-        return start_class
+        groups = self._groups.get(model)
+        if groups is None:
+            groups = self._groups[model] = self.cluster.host_groups(model)
+        return self.models[model].gpus, groups, self.cluster.cached(model)
 
     def audit(self) -> str | None:
         if self._filed.keys() != self.waiting.keys():
             return f"models filed {sorted(self._filed)} but waiting {sorted(self.waiting)}"
-        for model, key in self._filed.items():
-            if key != self._key(model):
-                return f"model {model} filed at {key}, its oldest waiter at {self._key(model)}"
+        for model, filed in self._filed.items():
+            now = self._key(model), self._start_class(model)
+            if filed != now:
+                return f"model {model} filed as {filed}, its oldest waiter and class are {now}"
         if sum(map(len, self._lines.values())) != len(self._filed):
             return "a model is filed twice"
-        if not self._roomy <= self.waiting.keys():
-            return f"models {sorted(self._roomy - self.waiting.keys())} may have room but wait not"
+        if not self._recheck <= self.waiting.keys():
+            return f"models {sorted(self._recheck - self.waiting.keys())} to recheck wait not"
         return None

@@ -168,6 +168,8 @@ def test_a_preempted_request_older_than_the_head_takes_the_reservation_over(tmp_
 
 
 # Thirty models on two servers of two GPUs: most of them wait at any moment.
+# `uncached`: half of them not on SSD, and DRAM for two checkpoints, so that models
+# become cached and uncached as they load and are evicted.
 MANY = [(f"s{k}", 1, 1, 10.0 + k) for k in range(24)] + [(f"b{k}", 2, 2, 5.0 + k) for k in range(6)]
 
 
@@ -199,10 +201,22 @@ def counted(cfg, rows, policy, gated):
     return sim, tried[0], peak[0]
 
 
+def uncached(cfg):
+    models = {
+        name: replace(spec, ssd_servers=()) if k % 2 else spec
+        for k, (name, spec) in enumerate(cfg.models.items())
+    }
+    servers = tuple(replace(group, dram=4 * 2**30) for group in cfg.servers)
+    return replace(cfg, models=models, servers=servers)
+
+
+@pytest.mark.parametrize("cached", ["all", "some"])
 @pytest.mark.parametrize("queue", ["fifo", "edf", "backfill"])
 @pytest.mark.parametrize("policy", policy_names())
-def test_a_retry_skips_only_the_models_that_would_surely_wait(tmp_path, queue, policy):
+def test_a_retry_skips_only_the_models_that_would_surely_wait(tmp_path, queue, policy, cached):
     cfg = config(tmp_path, queue, MANY, count=2, gpus=2)
+    if cached == "some":
+        cfg = uncached(cfg)
     rows = many_waiting()
     gated, tried, peak = counted(cfg, rows, policy, gated=True)
     full, tried_all, _ = counted(cfg, rows, policy, gated=False)
