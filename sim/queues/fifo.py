@@ -12,11 +12,11 @@ route succeeds only by joining an instance of its model with room, or by a start
 wake, which need what the policy says it needs (`Needs`; a wake needs a server that can
 start the model). The waiting models are filed by start class (their GPUs, the server
 groups that can host them, and whether a server caches them: a need is met for all of a
-class or for none), each class in the visiting order. A retry merges, step by step, the
-classes whose need is met then with the models to recheck: those that gained room since
-their last visit (`room_opened`), or changed class during the retry. A skipped visit
-would have changed nothing (a Wait draws no random number), so every placement is the
-one that visiting every model makes.
+class or for none), each class in a line in the visiting order; a model that becomes
+cached or uncached moves to its new line at once, keeping its place. A retry merges,
+step by step, the lines whose need is met then with the models that gained room since
+their last visit (`room_opened`). A skipped visit would have changed nothing (a Wait
+draws no random number), so every placement is the one that visiting every model makes.
 """
 
 import bisect
@@ -41,9 +41,7 @@ class Fifo(QueueDiscipline):
         self._lines: dict[StartClass, list[tuple[Key, str]]] = {}
         self._filed: dict[str, tuple[Key, StartClass]] = {}
         self._groups: dict[str, tuple[int, ...]] = {}  # host groups, per model
-        # Waiting models to visit whatever their class: they may have room, or their class
-        # changed during a retry.
-        self._recheck: set[str] = set()
+        self._roomy: set[str] = set()  # waiting models that may have an instance with room
         self._stale: set[str] | None = None  # while a retry runs: models to file after it
 
     def arrive(self, i: int, model: str) -> None:
@@ -56,17 +54,19 @@ class Fifo(QueueDiscipline):
     def requeue(self, i: int, model: str) -> None:
         bisect.insort(self.waiting.setdefault(model, deque()), i)  # numbers: arrival order
         self._touch(model)
-        self._recheck.add(model)  # another instance of its model may have room
+        self._roomy.add(model)  # another instance of its model may have room
 
     def room_opened(self, model: str) -> None:
         if model in self.waiting:
-            self._recheck.add(model)
+            self._roomy.add(model)
 
     def cached_changed(self, model: str) -> None:
-        if model in self.waiting:
-            self._touch(model)
-            if self._stale is not None:
-                self._recheck.add(model)
+        """Move `model` to its new class's line, in its place even while a retry runs
+        (every model of a line must meet a need alike)."""
+        filed = self._filed.get(model)
+        if filed is not None:
+            self._unfile(model)
+            self._put(model, filed[0])
 
     def _key(self, model: str) -> Key:
         """Where `model` stands in the visiting order: by its oldest waiter."""
@@ -107,18 +107,18 @@ class Fifo(QueueDiscipline):
             queue.popleft()
         if not queue:
             del self.waiting[model]
-        self._recheck.discard(model)  # its route failed (so it has no room), or it waits no more
+        self._roomy.discard(model)  # its route failed (so it has no room), or it waits no more
         self._touch(model)
 
     def _next(self, after: Key | None) -> str | None:
         """The first model filed after `after` whose route may succeed now: the policy's
-        need is met for its class, or it is to recheck."""
+        need is met for its class, or it may have room."""
         best: tuple[Key, str] | None = None
         for line in self._lines.values():
             j = 0 if after is None else bisect.bisect_right(line, after, key=_KEY)
             if j < len(line) and (best is None or line[j] < best) and self._met(line[j][1]):
                 best = line[j]
-        for model in self._recheck:
+        for model in self._roomy:
             filed = self._filed.get(model)  # None: it began waiting during this retry
             if filed is None or (after is not None and filed[0] <= after):
                 continue
@@ -128,7 +128,9 @@ class Fifo(QueueDiscipline):
         return None if best is None else best[1]
 
     def _met(self, model: str) -> bool:
-        """Whether the policy's need is met for `model`'s oldest waiter."""
+        """Whether the policy's need is met for `model`'s oldest waiter (and so for its
+        whole line; `backfill`'s holder sees more than the others, but its model is the
+        one it skips)."""
         return self.needs.met(self.view(self.waiting[model][0]), model)
 
     def _head(self) -> str:
@@ -144,20 +146,26 @@ class Fifo(QueueDiscipline):
             self._stale.add(model)
 
     def _file(self, model: str) -> None:
-        """Put `model` in its class's line where its oldest waiter places it, or drop it if
-        none waits."""
+        """Put `model` where its oldest waiter places it, or drop it if none waits."""
+        self._unfile(model)
+        if model in self.waiting:
+            self._put(model, self._key(model))
+        else:
+            self._roomy.discard(model)
+
+    def _unfile(self, model: str) -> None:
         old = self._filed.pop(model, None)
         if old is not None:
             line = self._lines[old[1]]
             del line[bisect.bisect_left(line, (old[0], model))]
             if not line:
                 del self._lines[old[1]]
-        if model in self.waiting:
-            key, start_class = self._key(model), self._start_class(model)
-            bisect.insort(self._lines.setdefault(start_class, []), (key, model))
-            self._filed[model] = key, start_class
-        else:
-            self._recheck.discard(model)
+
+    def _put(self, model: str, key: Key) -> None:
+        """File `model` at `key` in the line of its class now."""
+        start_class = self._start_class(model)
+        bisect.insort(self._lines.setdefault(start_class, []), (key, model))
+        self._filed[model] = key, start_class
 
     def _start_class(self, model: str) -> StartClass:
         groups = self._groups.get(model)
@@ -174,6 +182,6 @@ class Fifo(QueueDiscipline):
                 return f"model {model} filed as {filed}, its oldest waiter and class are {now}"
         if sum(map(len, self._lines.values())) != len(self._filed):
             return "a model is filed twice"
-        if not self._recheck <= self.waiting.keys():
-            return f"models {sorted(self._recheck - self.waiting.keys())} to recheck wait not"
+        if not self._roomy <= self.waiting.keys():
+            return f"models {sorted(self._roomy - self.waiting.keys())} may have room but wait not"
         return None
