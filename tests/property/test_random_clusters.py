@@ -188,8 +188,8 @@ def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cluster=clusters(max_models=12, max_gib=16), data=st.data())
 def test_skipped_retries_change_nothing_when_many_models_wait(tmp_path, policy, cluster, data):
-    """Twelve models at most (on 256 GiB SSDs) and twice the requests: many wait at once,
-    and the queue skips most of their retries."""
+    """Up to twelve models (of up to 16 GiB: their SSD copies fit) and twice the
+    requests: many models wait at once, and the queue may skip their retries."""
     queue = data.draw(st.sampled_from(queue_names()))
     path = tmp_path / "cluster.toml"
     path.write_text(f'queue = "{queue}"\n{cluster}')

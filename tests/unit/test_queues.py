@@ -168,8 +168,6 @@ def test_a_preempted_request_older_than_the_head_takes_the_reservation_over(tmp_
 
 
 # Thirty models on two servers of two GPUs: most of them wait at any moment.
-# `uncached`: half of them not on SSD, and DRAM for two checkpoints, so that models
-# become cached and uncached as they load and are evicted.
 MANY = [(f"s{k}", 1, 1, 10.0 + k) for k in range(24)] + [(f"b{k}", 2, 2, 5.0 + k) for k in range(6)]
 
 
@@ -202,6 +200,8 @@ def counted(cfg, rows, policy, gated):
 
 
 def uncached(cfg):
+    """Half the models on no SSD, and DRAM for two checkpoints: models become cached and
+    uncached as they load and are evicted (`Needs.GPUS` reads that)."""
     models = {
         name: replace(spec, ssd_servers=()) if k % 2 else spec
         for k, (name, spec) in enumerate(cfg.models.items())
