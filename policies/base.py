@@ -201,9 +201,15 @@ class Needs(Enum):
     # such a server, and it moves GPUs in use, it frees none (`displacement`).
     GPUS = "gpus"
 
+    @property
+    def reads_cache(self) -> bool:
+        """Whether `met` reads if some server caches the model."""
+        return self is Needs.GPUS
+
     def met(self, view: ClusterView, model: str) -> bool:
         """Whether `view` offers it for `model`. The same for every model of equal GPUs
-        that the same server groups can host, and cached somewhere or nowhere alike."""
+        that the same server groups can host (and cached somewhere or nowhere alike, if it
+        `reads_cache`)."""
         # Is there a candidate: one look per server group, cheaper than `candidate_count`.
         if self is Needs.NOTHING or view.least_occupied_candidate(model) is not None:
             return True

@@ -21,8 +21,11 @@ draws no random number), so every placement is the one that visiting every model
 
 import bisect
 from collections import deque
+from collections.abc import Iterator
+from itertools import chain
 from operator import itemgetter
 
+from policies.base import Needs
 from sim.queues.base import QueueDiscipline, register
 
 Key = tuple[float, ...]  # a model's place in the visiting order, from its oldest waiter
@@ -64,7 +67,7 @@ class Fifo(QueueDiscipline):
         """Move `model` to its new class's line, in its place even while a retry runs
         (every model of a line must meet a need alike)."""
         filed = self._filed.get(model)
-        if filed is not None:
+        if filed is not None and filed[1] != self._start_class(model):
             self._unfile(model)
             self._put(model, filed[0])
 
@@ -91,9 +94,7 @@ class Fifo(QueueDiscipline):
         the start: models whose keys change meanwhile are filed again after."""
         self._stale = set()
         try:
-            after: Key | None = None
-            while (model := self._next(after)) is not None:
-                after = self._filed[model][0]
+            for model in self._visits():
                 if model != skip:
                     self._visit(model)
         finally:
@@ -101,14 +102,28 @@ class Fifo(QueueDiscipline):
             for model in stale:
                 self._file(model)
 
+    def _visits(self) -> Iterator[str]:
+        """The models a retry visits, in order: each next one chosen after the last visit,
+        or, with no promise from the policy, every waiting model."""
+        if self.needs is Needs.NOTHING:
+            yield from [model for _, model in sorted(chain(*self._lines.values()))]
+            return
+        after: Key | None = None
+        while (model := self._next(after)) is not None:
+            after = self._filed[model][0]
+            yield model
+
     def _visit(self, model: str) -> None:
         queue = self.waiting[model]
+        placed = False
         while queue and self.route(queue[0], model):
             queue.popleft()
+            placed = True
         if not queue:
             del self.waiting[model]
         self._roomy.discard(model)  # its route failed (so it has no room), or it waits no more
-        self._touch(model)
+        if placed:
+            self._touch(model)
 
     def _next(self, after: Key | None) -> str | None:
         """The first model filed after `after` whose route may succeed now: the policy's
@@ -171,7 +186,11 @@ class Fifo(QueueDiscipline):
         groups = self._groups.get(model)
         if groups is None:
             groups = self._groups[model] = self.cluster.host_groups(model)
-        return self.models[model].gpus, groups, self.cluster.cached(model)
+        return (
+            self.models[model].gpus,
+            groups,
+            self.needs.reads_cache and self.cluster.cached(model),
+        )
 
     def audit(self) -> str | None:
         if self._filed.keys() != self.waiting.keys():
