@@ -210,14 +210,13 @@ class Needs(Enum):
         """Whether `view` offers it for `model`. The same for every model of equal GPUs
         that the same server groups can host (and cached somewhere or nowhere alike, if it
         `reads_cache`)."""
-        # Is there a candidate: one look per server group, cheaper than `candidate_count`.
-        if self is Needs.NOTHING or view.least_occupied_candidate(model) is not None:
+        if self is Needs.NOTHING:
             return True
-        return (
-            self is Needs.GPUS
-            and view.total_available_gpus() >= view.gpus_needed(model)
-            and any(view.holders(model, tier) for tier in CACHE_TIERS)
-        )
+        if view.total_available_gpus() < view.gpus_needed(model):
+            return False  # and so no server has them
+        if view.least_occupied_candidate(model) is not None:  # one look per server group
+            return True
+        return self.reads_cache and any(view.holders(model, tier) for tier in CACHE_TIERS)
 
 
 class Policy(ABC):
