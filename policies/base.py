@@ -196,9 +196,9 @@ class Needs(Enum):
 
     NOTHING = "nothing"  # no promise (it may make room by preempting, say)
     CANDIDATE = "candidate"  # a server that can start the model now
-    # A candidate, or a server whose DRAM or SSD caches the checkpoint and as many
-    # available GPUs over the cluster as the model needs: a migration makes room only on
-    # such a server, and it moves GPUs in use, it frees none (`displacement`).
+    # A candidate; or, for a migration, a server whose DRAM or SSD caches the checkpoint
+    # (it makes room only on such a server) and as many available GPUs over the cluster
+    # as the model needs (it moves GPUs in use, it frees none: `displacement`).
     GPUS = "gpus"
 
     @property
@@ -221,7 +221,7 @@ class Needs(Enum):
 
 class Policy(ABC):
     name: ClassVar[str]
-    needs: ClassVar[Needs] = Needs.NOTHING
+    needs: ClassVar[Needs] = Needs.NOTHING  # what `place` needs to decide anything but Wait
     # Whether the policy weighs wakes against starts: then a request with no warm instance
     # to join comes to it even when an engine of its model sleeps, and it may answer
     # `Wake`; otherwise the simulator wakes the oldest engine it can before asking it.

@@ -4,11 +4,11 @@ Placement decides where a new instance starts; the queue discipline decides whic
 waiting request is offered the cluster next, and what the others may see of it meanwhile
 (`view`). The simulator hands it every request that finds no instance to join and no
 server to start one on (`arrive`), every request a preemption puts back (`requeue`), and
-asks it to retry whenever capacity frees up (`drain`); it says what the policy needs to
-place (`Needs`), which models' instances have room again (`room_opened`) and which
-models became cached or uncached (`cached_changed`), so that a retry may skip the
-models that would surely wait. Disciplines register by name, one
-module each; `sim/queues/__init__.py` imports them all.
+asks it to retry whenever capacity frees up (`drain`). So that a retry may skip the
+models that would surely wait, it says what the policy needs to place (`Needs`), which
+models' instances have room again (`room_opened`) and which models became cached or
+uncached (`cached_changed`). Disciplines register by name, one module each;
+`sim/queues/__init__.py` imports them all.
 """
 
 from abc import ABC, abstractmethod
