@@ -6,6 +6,7 @@ room for all) by its first load; instances start up in 2 s.
 """
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from sim.config import read_config
 from sim.engine.simulator import Simulation
 from sim.model.clock import Clock
 from sim.model.cluster import Cluster
+from sim.queues.fifo import Fifo
 from sim.queues.reserved_view import ReservedView
 from thaw_kernel import seeds
 
@@ -229,3 +231,54 @@ def test_a_retry_skips_only_the_models_that_would_surely_wait(tmp_path, queue, p
         assert tried == tried_all
     else:
         assert tried * 3 < tried_all, (tried, tried_all)
+
+
+class Uncaching:
+    """A cluster where nothing can start, two GPUs are available (for a migration), and
+    the first model's visit evicts the second's checkpoint."""
+
+    def __init__(self) -> None:
+        self.cached_models = {"a", "b", "c"}
+
+    def host_groups(self, model: str) -> tuple[int, ...]:
+        return (0,)
+
+    def cached(self, model: str) -> bool:
+        return model in self.cached_models
+
+    def holders(self, model: str, tier: str) -> list[int]:
+        return [0] if model in self.cached_models else []
+
+    def total_available_gpus(self) -> int:
+        return 2
+
+    def gpus_needed(self, model: str) -> int:
+        return 1
+
+    def least_occupied_candidate(self, model: str) -> None:
+        return None
+
+
+def test_a_model_uncached_during_a_retry_is_judged_by_its_new_class():
+    # a, b and c wait in the line of cached one-GPU models. Visiting a evicts b, whose
+    # need is then unmet; c's is still met (a migration could make room): a retry that
+    # judged the line by b would pass c by.
+    cluster, visits, arriving = Uncaching(), [], [True]
+    models = {name: SimpleNamespace(gpus=1) for name in "abc"}
+
+    def route(i: int, model: str) -> bool:
+        if arriving[0]:  # each waits
+            return False
+        visits.append(model)
+        if model == "a":
+            cluster.cached_models.discard("b")
+            queue.cached_changed("b")
+        return model == "c"
+
+    queue = Fifo(route, cluster, models, np.zeros(3), Needs.GPUS)
+    for i, model in enumerate("abc"):
+        queue.arrive(i, model)
+    arriving[0] = False
+    queue.drain()
+    assert visits == ["a", "c"] and list(queue.waiting) == ["a", "b"]
+    assert queue.audit() is None
