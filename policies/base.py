@@ -11,6 +11,7 @@ every module of the package, so adding a policy is adding one file.
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar, Protocol
 
 import numpy as np
@@ -188,8 +189,39 @@ class ClusterView(Protocol):
         ...
 
 
+class Needs(Enum):
+    """What `Policy.place` needs, at least, to decide anything but Wait: a promise that
+    lets a queue skip the retries that would surely wait (`sim.queues.fifo`). Where the
+    view lacks it, `place` returns Wait and draws no random number."""
+
+    NOTHING = "nothing"  # no promise (it may make room by preempting, say)
+    CANDIDATE = "candidate"  # a server that can start the model now
+    # A candidate; or, for a migration, a server whose DRAM or SSD caches the checkpoint
+    # (it makes room only on such a server) and as many available GPUs over the cluster
+    # as the model needs (it moves GPUs in use, it frees none: `displacement`).
+    GPUS = "gpus"
+
+    @property
+    def reads_cache(self) -> bool:
+        """Whether `met` reads if some server caches the model."""
+        return self is Needs.GPUS
+
+    def met(self, view: ClusterView, model: str) -> bool:
+        """Whether `view` offers it for `model`. The same for every model of equal GPUs
+        that the same server groups can host (and cached somewhere or nowhere alike, if it
+        `reads_cache`)."""
+        if self is Needs.NOTHING:
+            return True
+        if view.total_available_gpus() < view.gpus_needed(model):
+            return False  # and so no server has them
+        if view.least_occupied_candidate(model) is not None:  # one look per server group
+            return True
+        return self.reads_cache and any(view.holders(model, tier) for tier in CACHE_TIERS)
+
+
 class Policy(ABC):
     name: ClassVar[str]
+    needs: ClassVar[Needs] = Needs.NOTHING  # what `place` needs to decide anything but Wait
     # Whether the policy weighs wakes against starts: then a request with no warm instance
     # to join comes to it even when an engine of its model sleeps, and it may answer
     # `Wake`; otherwise the simulator wakes the oldest engine it can before asking it.

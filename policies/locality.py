@@ -7,11 +7,23 @@ has room: it does not wait for a busy server that holds the checkpoint (that is 
 `migration` and `startup-aware` policies reason about).
 """
 
-from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, nearest, register
+from policies.base import (
+    ClusterView,
+    Decision,
+    Needs,
+    Policy,
+    Request,
+    Start,
+    Wait,
+    nearest,
+    register,
+)
 
 
 @register("locality")
 class Locality(Policy):
+    needs = Needs.CANDIDATE
+
     def place(self, request: Request, view: ClusterView) -> Decision:
         server = nearest(view, request.model)
         return Wait() if server is None else Start(server)

@@ -12,6 +12,7 @@ freed, fall back to the next tier, and finally to `locality`.
 from policies.base import (
     ClusterView,
     Decision,
+    Needs,
     Policy,
     Request,
     Start,
@@ -24,6 +25,8 @@ from policies.displacement import cheapest_moves, first_round_cost, start_or_mak
 
 @register("migration")
 class Migration(Policy):
+    needs = Needs.GPUS  # a start needs a candidate; a migration, a holder and free GPUs
+
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
 

@@ -10,6 +10,7 @@ preemptions never cascade.
 from policies.base import (
     ClusterView,
     Decision,
+    Needs,
     Policy,
     Request,
     Running,
@@ -27,6 +28,8 @@ def _context_tokens(r: Running) -> float:
 
 @register("preemption")
 class Preemption(Policy):
+    needs = Needs.NOTHING  # it makes room by stopping running instances, GPUs free or not
+
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
 

@@ -4,11 +4,13 @@ The baseline that ignores where checkpoints are: what a locality-blind serverles
 platform does.
 """
 
-from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, register
+from policies.base import ClusterView, Decision, Needs, Policy, Request, Start, Wait, register
 
 
 @register("random")
 class RandomPlacement(Policy):
+    needs = Needs.CANDIDATE  # and it draws only when it starts
+
     def place(self, request: Request, view: ClusterView) -> Decision:
         count = view.candidate_count(request.model)
         if count == 0:

@@ -19,7 +19,17 @@ the request's prefill); a wake hides none (a woken engine prefills once ready), 
 estimate is its whole wake.
 """
 
-from policies.base import ClusterView, Decision, Policy, Request, Start, Wait, Wake, register
+from policies.base import (
+    ClusterView,
+    Decision,
+    Needs,
+    Policy,
+    Request,
+    Start,
+    Wait,
+    Wake,
+    register,
+)
 from policies.displacement import cheapest_moves, first_round_cost
 from policies.estimator import migration_start_s, start_s
 from thaw_kernel.tiers import CACHE_TIERS
@@ -30,6 +40,9 @@ class StartupAware(Policy):
     HOLDER_PROBES = 16  # per tier
     REMOTE_PROBES = 8
     weighs_wakes = True
+    # Starts and wakes need a candidate (a sleeping engine is offered only where it can
+    # wake now); a migration, a busy holder and the cluster's free GPUs.
+    needs = Needs.GPUS
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model

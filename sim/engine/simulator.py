@@ -82,8 +82,9 @@ class Simulation:
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
         self._rooms = PerModel(lambda name: RoomIndex(config.models[name].max_batch))
         self.queue = get_queue(config.queue)(
-            self._route, self.cluster, config.models, self.table.arrival
+            self._route, self.cluster, config.models, self.table.arrival, self.policy.needs
         )
+        self.cluster.cached_changed = self.queue.cached_changed
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)
         self.keep_alive.start(self.table.arrival, self.table.model, self._model_names)
         self.cluster.victim = self.keep_alive.victim
@@ -378,7 +379,8 @@ class Simulation:
         self.table.first_token(request, self.clock.now, ready_at)
 
     def room_changed(self, instance: Instance) -> None:
-        self._rooms[instance.model.name].update(instance)
+        if self._rooms[instance.model.name].update(instance):
+            self.queue.room_opened(instance.model.name)
 
     def request_done(self, instance: Instance, request: int, generated: float) -> None:
         self.table.done(request, self.clock.now, generated)

@@ -83,6 +83,9 @@ class Cluster:
         self.wake_offers: Callable[[str, Callable[[int, str], bool]], list[Sleeping]] = (
             lambda model, can_start: []
         )
+        # Told when a model becomes `cached` on some server where it was on none, or the
+        # reverse (the queue's hook).
+        self.cached_changed: Callable[[str], None] = lambda model: None
         for spec in config.models.values():
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
@@ -96,10 +99,13 @@ class Cluster:
         ]
 
     def _cache_changed(self, tier: str, model: str, server: int, held: bool) -> None:
+        was = self.cached(model)
         if held:
             self._holders[tier][model].add(server)
         else:
             self._holders[tier][model].discard(server)
+        if self.cached(model) != was:
+            self.cached_changed(model)
 
     def _reindex(self, server: Server) -> None:
         old, new = self._indexed_available[server.id], server.available_gpus
@@ -161,6 +167,14 @@ class Cluster:
 
     def can_host(self, server: int, model: str) -> bool:
         return self.servers[server].group_index in self._groups_for[model]
+
+    def cached(self, model: str) -> bool:
+        """Whether some server's DRAM or SSD holds the checkpoint of `model`."""
+        return any(self._holders[tier][model] for tier in CACHE_TIERS)
+
+    def host_groups(self, model: str) -> tuple[int, ...]:
+        """The server groups that can host `model` (enough GPUs and GPU memory)."""
+        return tuple(self._groups_for[model])
 
     def holders(self, model: str, tier: str) -> IndexedSet:
         return self._holders[tier][model]

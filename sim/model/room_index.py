@@ -25,22 +25,24 @@ class RoomIndex:
     def _bucket(self, key: int) -> list[int]:
         return self._starting if key == _STARTING else self._warm[key]
 
-    def update(self, instance: Instance) -> None:
-        """File `instance` where its current load and state put it."""
+    def update(self, instance: Instance) -> bool:
+        """File `instance` where its current load and state put it; True if the model had
+        no instance with room before and has one now (its waiters may join it)."""
         key = instance.room_key()
         old = self._bucket_of.get(instance.id)
         if key == old:
-            return
+            return False
         if old is not None:
             bucket = self._bucket(old)
             del bucket[bisect_left(bucket, instance.id)]
         if key is None:
             del self._bucket_of[instance.id]
             del self._instances[instance.id]
-        else:
-            insort(self._bucket(key), instance.id)
-            self._bucket_of[instance.id] = key
-            self._instances[instance.id] = instance
+            return False
+        insort(self._bucket(key), instance.id)
+        self._bucket_of[instance.id] = key
+        self._instances[instance.id] = instance
+        return old is None and len(self._bucket_of) == 1
 
     def best(self) -> Instance | None:
         """The least occupied warm instance with room (oldest first), else the oldest

@@ -55,7 +55,7 @@ class Backfill(Fifo):
     def arrive(self, i: int, model: str) -> None:
         super().arrive(i, model)
         if self.holder is None and self.waiting:
-            head_model = self.order()[0]
+            head_model = self._head()
             self._reserve(self.waiting[head_model][0], head_model)
 
     def requeue(self, i: int, model: str) -> None:
@@ -68,12 +68,13 @@ class Backfill(Fifo):
 
     def _offer(self) -> None:
         self._place_heads()
-        self._serve(self.order()[1:])  # backfill behind the head, which waits
+        if self.waiting:
+            self._serve(skip=self._head())  # backfill behind the head, which waits
 
     def _place_heads(self) -> None:
         """Place the oldest waiter while it fits; the first that does not, reserves."""
         while self.waiting:
-            model = self.order()[0]
+            model = self._head()
             queue = self.waiting[model]
             i = queue[0]
             if i != self.holder:
@@ -86,6 +87,7 @@ class Backfill(Fifo):
             queue.popleft()
             if not queue:
                 del self.waiting[model]
+            self._touch(model)
 
     def _release(self) -> None:
         for instance in self._fenced:
@@ -127,6 +129,9 @@ class Backfill(Fifo):
         self.reservations += 1
 
     def audit(self) -> str | None:
+        problem = super().audit()
+        if problem is not None:
+            return problem
         if self.holder is not None and not any(
             queue[0] == self.holder for queue in self.waiting.values()
         ):

@@ -4,8 +4,11 @@ Placement decides where a new instance starts; the queue discipline decides whic
 waiting request is offered the cluster next, and what the others may see of it meanwhile
 (`view`). The simulator hands it every request that finds no instance to join and no
 server to start one on (`arrive`), every request a preemption puts back (`requeue`), and
-asks it to retry whenever capacity frees up (`drain`). Disciplines register by name, one
-module each; `sim/queues/__init__.py` imports them all.
+asks it to retry whenever capacity frees up (`drain`). So that a retry may skip the
+models that would surely wait, it says what the policy needs to place (`Needs`), which
+models' instances have room again (`room_opened`) and which models became cached or
+uncached (`cached_changed`). Disciplines register by name, one module each;
+`sim/queues/__init__.py` imports them all.
 """
 
 from abc import ABC, abstractmethod
@@ -14,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from policies.base import ClusterView
+from policies.base import ClusterView, Needs
 from thaw_kernel.registry import Registry
 
 if TYPE_CHECKING:
@@ -34,11 +37,15 @@ class QueueDiscipline(ABC):
         cluster: "Cluster",
         models: Mapping[str, "ModelSpec"],
         arrival: np.ndarray,
+        needs: Needs = Needs.NOTHING,
     ) -> None:
         self.route = route
         self.cluster = cluster
         self.models = models
         self.arrival = arrival  # per request number, seconds
+        # What the placement policy needs to place a request (`Needs`): without it, and
+        # without an instance of its model with room, a route surely fails.
+        self.needs = needs
 
     @abstractmethod
     def arrive(self, i: int, model: str) -> None:
@@ -51,6 +58,12 @@ class QueueDiscipline(ABC):
     @abstractmethod
     def drain(self) -> None:
         """Capacity freed up: place waiting requests while any fits."""
+
+    def room_opened(self, model: str) -> None:  # noqa: B027 (an optional hook)
+        """An instance of `model` has room now, where none had: its waiters could join."""
+
+    def cached_changed(self, model: str) -> None:  # noqa: B027 (an optional hook)
+        """Some server caches `model` now, where none did, or the reverse (`Needs.GPUS`)."""
 
     def view(self, i: int) -> ClusterView:
         """The cluster as the policy placing request `i` may see it."""

@@ -7,14 +7,12 @@ order of their most urgent waiter. With one SLO for every model this is `fifo`.
 """
 
 from sim.queues.base import register
-from sim.queues.fifo import Fifo
+from sim.queues.fifo import Fifo, Key
 
 
 @register("edf")
 class EarliestDeadlineFirst(Fifo):
-    def order(self) -> list[str]:
-        arrival, models = self.arrival, self.models
-        return sorted(
-            self.waiting,
-            key=lambda m: (arrival[self.waiting[m][0]] + models[m].ttft_slo_s, self.waiting[m][0]),
-        )
+    def _key(self, model: str) -> Key:
+        """By the deadline of its oldest waiter, then arrival."""
+        head = self.waiting[model][0]
+        return (self.arrival[head] + self.models[model].ttft_slo_s, head)

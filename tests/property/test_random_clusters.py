@@ -5,7 +5,8 @@ sleeping engines included), peer loading on or off (its links too), a host's ser
 sharing one disk or not, remote starts streaming or downloading to SSD first, the queue
 discipline and the policy, the books hold after every event (`--check`), each request's
 timeline agrees with the instance log (`tests/timeline.py`), and a fixed seed gives
-identical results."""
+identical results, whether the queue skips the retries that would surely wait or tries
+every waiting model (`Needs`)."""
 
 import pandas as pd
 import pytest
@@ -13,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from timeline import check_timeline
 
-from policies import policy_names
+from policies import get_policy, policy_names
+from policies.base import Needs
 from sim.config import read_config
 from sim.engine.simulator import Simulation
 from sim.queues import queue_names
@@ -58,8 +60,9 @@ def groups(draw):
 
 
 @st.composite
-def clusters(draw):
-    """A cluster TOML: random groups, and a catalog every model of which some group holds."""
+def clusters(draw, max_models: int = 4, max_gib: int = 40):
+    """A cluster TOML: random groups, and a catalog every model of which some group holds
+    (up to `max_models` models of up to `max_gib` GiB)."""
     server_groups = draw(groups())
     servers = sum(g["count"] for g in server_groups)
     engines = draw(st.lists(engine(), max_size=2))
@@ -88,10 +91,10 @@ def clusters(draw):
             text += f'host_disk = "{g["host_disk"]}"\n'
         if peer:
             text += f'gpu_link = "{g["gpu_link"]}"\ncompute_network = "{g["compute_network"]}"\n'
-    for m in range(draw(st.integers(1, 4))):
+    for m in range(draw(st.integers(1, max_models))):
         host = draw(st.sampled_from(server_groups))
         gpus = draw(st.integers(1, host["gpus"]))
-        weights = draw(st.integers(1, min(40, gpus * host["gpu_memory_gib"])))
+        weights = draw(st.integers(1, min(max_gib, gpus * host["gpu_memory_gib"])))
         ssd = draw(st.lists(st.integers(0, servers - 1), max_size=2, unique=True))
         text += (
             f'[models.m{m}]\nweights = "{weights}GiB"\ngpus = {gpus}\n'
@@ -169,9 +172,34 @@ def test_the_books_hold_on_any_cluster(tmp_path, policy, queue, cluster, data):
     config = read_config(path)
     trace = data.draw(traces(list(config.models), max_output=400, max_size=30))
     runs = []
-    for _ in range(2):
+    for gated in (True, False):
         sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
+        if not gated:
+            sim.queue.needs = Needs.NOTHING
         sim.run()
         runs.append(sim.table.frame())
     check_timeline(runs[0], sim.cluster.log.frame(), config)
     pd.testing.assert_frame_equal(*runs)
+
+
+@pytest.mark.parametrize(
+    "policy", [p for p in policy_names() if get_policy(p).needs != Needs.NOTHING]
+)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=clusters(max_models=12, max_gib=16), data=st.data())
+def test_skipped_retries_change_nothing_when_many_models_wait(tmp_path, policy, cluster, data):
+    """Up to twelve models (of up to 16 GiB: their SSD copies fit) and twice the
+    requests: many models wait at once, and the queue may skip their retries."""
+    queue = data.draw(st.sampled_from(queue_names()))
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'queue = "{queue}"\n{cluster}')
+    config = read_config(path)
+    trace = data.draw(traces(list(config.models), max_output=400, max_size=60))
+    runs = []
+    for needs in (get_policy(policy).needs, Needs.NOTHING):
+        sim = Simulation(config, trace, policy, seeds.rng(5, "policy"), check=True)
+        sim.queue.needs = needs
+        sim.run()
+        runs.append((sim.table.frame(), sim.cluster.log.frame()))
+    for gated, full in zip(*runs, strict=True):
+        pd.testing.assert_frame_equal(gated, full, check_exact=True)

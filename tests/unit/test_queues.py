@@ -6,17 +6,19 @@ room for all) by its first load; instances start up in 2 s.
 """
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from policies import get_policy
-from policies.base import Request, Start
+from policies import get_policy, policy_names
+from policies.base import Needs, Request, Start
 from sim.config import read_config
 from sim.engine.simulator import Simulation
 from sim.model.clock import Clock
 from sim.model.cluster import Cluster
+from sim.queues.fifo import Fifo
 from sim.queues.reserved_view import ReservedView
 from thaw_kernel import seeds
 
@@ -165,3 +167,118 @@ def test_a_preempted_request_older_than_the_head_takes_the_reservation_over(tmp_
     rows = [(0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "a", 1, 1), (0.0, "b", 1, 1)]
     sim = run(cfg, rows, policy="preemption")
     assert sim.preemptions > 0 and (sim.table.status == 1).all()
+
+
+# Thirty models on two servers of two GPUs: most of them wait at any moment.
+MANY = [(f"s{k}", 1, 1, 10.0 + k) for k in range(24)] + [(f"b{k}", 2, 2, 5.0 + k) for k in range(6)]
+
+
+def many_waiting(count: int = 90) -> list[tuple[float, str, int, int]]:
+    rng = np.random.default_rng(1)
+    names = [name for name, *_ in MANY]
+    return [
+        (float(t), names[rng.integers(len(names))], int(rng.integers(1, 1024)), 40)
+        for t in np.sort(rng.uniform(0.0, 20.0, count))
+    ]
+
+
+def counted(cfg, rows, policy, gated):
+    """A checked run, the queue skipping the retries that surely wait or not: the
+    simulation, the routes it tried, and the most models that waited at once."""
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(cfg, trace, policy, seeds.rng(0, "policy"), check=True)
+    if not gated:
+        sim.queue.needs = Needs.NOTHING  # no promise: every waiting model is visited
+    route, tried, peak = sim.queue.route, [0], [0]
+
+    def counting(i: int, model: str) -> bool:
+        tried[0] += 1
+        peak[0] = max(peak[0], len(sim.queue.waiting))
+        return route(i, model)
+
+    sim.queue.route = counting
+    sim.run()
+    return sim, tried[0], peak[0]
+
+
+def uncached(cfg):
+    """Half the models on no SSD, and DRAM for two checkpoints: models become cached and
+    uncached as they load and are evicted (`Needs.GPUS` reads that)."""
+    models = {
+        name: replace(spec, ssd_servers=()) if k % 2 else spec
+        for k, (name, spec) in enumerate(cfg.models.items())
+    }
+    servers = tuple(replace(group, dram=4 * 2**30) for group in cfg.servers)
+    return replace(cfg, models=models, servers=servers)
+
+
+@pytest.mark.parametrize("cached", ["all", "some"])
+@pytest.mark.parametrize("queue", ["fifo", "edf", "backfill"])
+@pytest.mark.parametrize("policy", policy_names())
+def test_a_retry_skips_only_the_models_that_would_surely_wait(tmp_path, queue, policy, cached):
+    cfg = config(tmp_path, queue, MANY, count=2, gpus=2)
+    if cached == "some":
+        cfg = uncached(cfg)
+    rows = many_waiting()
+    gated, tried, peak = counted(cfg, rows, policy, gated=True)
+    full, tried_all, _ = counted(cfg, rows, policy, gated=False)
+    assert peak >= 15
+    pd.testing.assert_frame_equal(gated.table.frame(), full.table.frame(), check_exact=True)
+    pd.testing.assert_frame_equal(
+        gated.cluster.log.frame(), full.cluster.log.frame(), check_exact=True
+    )
+    if gated.policy.needs is Needs.NOTHING:
+        assert tried == tried_all
+    else:
+        assert tried * 3 < tried_all, (tried, tried_all)
+
+
+class Uncaching:
+    """A cluster where nothing can start, two GPUs are available (for a migration), and
+    the first model's visit evicts the second's checkpoint."""
+
+    def __init__(self) -> None:
+        self.cached_models = {"a", "b", "c"}
+
+    def host_groups(self, model: str) -> tuple[int, ...]:
+        return (0,)
+
+    def cached(self, model: str) -> bool:
+        return model in self.cached_models
+
+    def holders(self, model: str, tier: str) -> list[int]:
+        return [0] if model in self.cached_models else []
+
+    def total_available_gpus(self) -> int:
+        return 2
+
+    def gpus_needed(self, model: str) -> int:
+        return 1
+
+    def least_occupied_candidate(self, model: str) -> None:
+        return None
+
+
+def test_a_model_uncached_during_a_retry_is_judged_by_its_new_class():
+    # a, b and c wait in the line of cached one-GPU models. Visiting a evicts b, whose
+    # need is then unmet; c's is still met (a migration could make room): a retry that
+    # judged the line by b would pass c by.
+    cluster, visits, arriving = Uncaching(), [], [True]
+    models = {name: SimpleNamespace(gpus=1) for name in "abc"}
+
+    def route(i: int, model: str) -> bool:
+        if arriving[0]:  # each waits
+            return False
+        visits.append(model)
+        if model == "a":
+            cluster.cached_models.discard("b")
+            queue.cached_changed("b")
+        return model == "c"
+
+    queue = Fifo(route, cluster, models, np.zeros(3), Needs.GPUS)
+    for i, model in enumerate("abc"):
+        queue.arrive(i, model)
+    arriving[0] = False
+    queue.drain()
+    assert visits == ["a", "c"] and list(queue.waiting) == ["a", "b"]
+    assert queue.audit() is None
