@@ -29,6 +29,8 @@ def check_regular_file(path: Path, error: type[InputError] = InputError) -> None
         raise error(f"{path}: no such file") from None
     except OSError as err:
         raise error(f"{path}: cannot read: {err.strerror}") from None
+    except ValueError:  # a name no file can have: a NUL byte in it
+        raise error(f"{str(path)!r}: not a file name (it holds a NUL byte)") from None
     if stat.S_ISDIR(mode):
         raise error(f"{path}: is a directory, not a file")
     if not stat.S_ISREG(mode):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from refusal import refused
 
 import traces
 from sim.runner.cli import main as sim_main
@@ -154,3 +155,9 @@ def test_sim_run_honours_a_forced_format(tmp_path, capsys):
     assert "missing column(s) arrived_at" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
     assert sim_main([*args, "--format", "azure-llm-2024", "--quiet"]) == 0
+
+
+def test_a_file_name_holding_a_nul_byte_is_refused_in_one_line(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    argv = ["generate", "--rate", "1", "--requests", "5", "--cluster", "\x00", "-o", str(out)]
+    refused(capsys, main, argv, "NUL byte", keeps=tmp_path)
