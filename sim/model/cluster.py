@@ -63,7 +63,7 @@ class Cluster:
         self._indexed_available = [s.gpus for s in self.servers]
         self._total_available = sum(self._indexed_available)
         # Server groups whose GPUs can host each model (enough GPUs, enough memory).
-        self._groups_for: PerModel[list[int]] = PerModel(self._groups_that_host)
+        self._groups_for: PerModel[tuple[int, ...]] = PerModel(self._groups_that_host)
         self._steps: PerModel[tuple[Step, ...]] = PerModel(config.steps)
         self.peer = PeerTier(clock, self.servers) if config.peer_loading else None
         self.gpu_seconds = 0.0
@@ -90,13 +90,13 @@ class Cluster:
             for server_id in spec.ssd_servers:
                 self.servers[server_id].ssd.admit(spec.name, spec.weights)
 
-    def _groups_that_host(self, model: str) -> list[int]:
+    def _groups_that_host(self, model: str) -> tuple[int, ...]:
         spec = self.models[model]
-        return [
+        return tuple(
             g
             for g, group in enumerate(self._config.servers)
             if group.can_host(spec.gpus, spec.weights)
-        ]
+        )
 
     def _cache_changed(self, tier: str, model: str, server: int, held: bool) -> None:
         was = self.cached(model)
@@ -174,7 +174,7 @@ class Cluster:
 
     def host_groups(self, model: str) -> tuple[int, ...]:
         """The server groups that can host `model` (enough GPUs and GPU memory)."""
-        return tuple(self._groups_for[model])
+        return self._groups_for[model]
 
     def holders(self, model: str, tier: str) -> IndexedSet:
         return self._holders[tier][model]

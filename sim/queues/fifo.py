@@ -43,7 +43,6 @@ class Fifo(QueueDiscipline):
         # Per start class, its waiting models as (key, model), sorted; where each is.
         self._lines: dict[StartClass, list[tuple[Key, str]]] = {}
         self._filed: dict[str, tuple[Key, StartClass]] = {}
-        self._groups: dict[str, tuple[int, ...]] = {}  # host groups, per model
         self._roomy: set[str] = set()  # waiting models that may have an instance with room
         self._stale: set[str] | None = None  # while a retry runs: models to file after it
 
@@ -183,12 +182,9 @@ class Fifo(QueueDiscipline):
         self._filed[model] = key, start_class
 
     def _start_class(self, model: str) -> StartClass:
-        groups = self._groups.get(model)
-        if groups is None:
-            groups = self._groups[model] = self.cluster.host_groups(model)
         return (
             self.models[model].gpus,
-            groups,
+            self.cluster.host_groups(model),
             self.needs.reads_cache and self.cluster.cached(model),
         )
 
