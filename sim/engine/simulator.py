@@ -447,5 +447,5 @@ class Simulation:
         if not isinstance(decision, Start) or decision.migrate or decision.preempt:
             return
         instance = self._launch(model, decision.server)
-        instance.prewarmed = True
+        instance.prewarmed = instance.prewarm = True
         self.prewarms += 1

@@ -103,6 +103,7 @@ class Instance:
         self.download_s = math.nan
         self.keep_alive: Timer | None = None
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
+        self.prewarm = False  # started by a pre-warm, not for a request (for the log)
         self.admitted = 0  # requests it has taken (its hits, to `greedy-dual`)
         # (request, its effective ready time) when its prefill ran behind the load: the
         # first token less a whole prefill (`sim.model.overlap`).

@@ -5,7 +5,9 @@ Instances are few next to requests (one per cold start), so a row each costs not
 it is what lets `analysis` draw GPUs held and warm instances over time. An instance that
 sleeps (`sim.model.sleepers`) has a row per period: awake ones ending `asleep`, and asleep
 ones (`asleep` true, no GPUs held) ending `woken` or `expired`. `load_s` and
-`download_s` time its checkpoint load and the download part of it, per tier.
+`download_s` time its checkpoint load and the download part of it, per tier; `prewarm`
+says the keep-alive started it ahead of a request (whose prefill then cannot run behind
+its load: only the request that starts an instance pipelines).
 """
 
 import numpy as np
@@ -38,6 +40,7 @@ class InstanceLog:
                 False,
                 instance.load_s,
                 instance.download_s,
+                instance.prewarm,
             )
         )
 
@@ -46,7 +49,9 @@ class InstanceLog:
         row = (instance.id, instance.model.name, instance.server, 0, str(instance.tier))
         peer = (instance.peer_source, instance.chain)
         asleep = (True, np.nan, np.nan)  # and no load
-        self._rows.append((*row, since, float("inf"), at, ENDS.index(why), *peer, *asleep))
+        self._rows.append(
+            (*row, since, float("inf"), at, ENDS.index(why), *peer, *asleep, instance.prewarm)
+        )
 
     def frame(self) -> pd.DataFrame:
         columns = [
@@ -64,6 +69,7 @@ class InstanceLog:
             "asleep",
             "load_s",
             "download_s",
+            "prewarm",
         ]
         frame = pd.DataFrame(self._rows, columns=columns)
         frame = frame.sort_values(["instance", "allocated_s"], kind="stable")

@@ -28,6 +28,7 @@ class Row:
     asleep: bool
     load_s: float
     download_s: float
+    prewarm: bool
 
 
 @dataclass

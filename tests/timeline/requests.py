@@ -112,10 +112,11 @@ def _check_pipelined(r: Request, config: ClusterConfig) -> bool:
     compute caught up with the load's last phase (at least that phase's start plus the
     prefill, and its end plus the last layer's share) and no later than a whole prefill
     after it, exactly the former when the load ran alone; and its start-up is the wait
-    for its first token less a prefill. Not pipelined (a pre-warm's, joined later), the
-    plain rule holds instead."""
+    for its first token less a prefill. Not pipelined (a pre-warm's first, even joined
+    while it loaded, whose first token may fall in that window too), the plain rule
+    holds instead."""
     period, row = r.period, r.period.row
-    if period.kind != "start" or row.tier == "peer" or not config.pipelined(r.model):
+    if period.kind != "start" or row.prewarm or row.tier == "peer" or not config.pipelined(r.model):
         return False
     spec = config.models[r.model]
     p, end = spec.prefill_s(r.input_tokens), row.ready_s

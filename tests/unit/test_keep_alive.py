@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from timeline import check_timeline
 
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -102,6 +103,7 @@ def test_histogram_learns_a_period_and_prewarms_before_each_request(tmp_path):
     assert sim.cluster.gpu_seconds == pytest.approx(1800.5 + 4 * 114.0 + 177.0, abs=1e-9)
     log = sim.cluster.log.frame()
     assert list(log["end"]) == ["expired"] * 6
+    assert list(log["prewarm"]) == [False] + [True] * 5
 
 
 def test_fixed_keep_alive_shorter_than_the_period_misses_every_time(tmp_path):
@@ -207,3 +209,55 @@ def test_greedy_dual_counts_the_hits_of_the_instances_still_in_the_pool():
 def test_bad_specs_say_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_keep_alive(spec)
+
+
+# One 5-GiB model on an engine that prefills behind its load (20 s at 256 MiB/s), and a
+# histogram that pre-warms one at 22.90 s, loading when the request of 23 s joins it.
+PIPELINED = """
+keep_alive_s = 0.0
+keep_alive = "histogram:bin_s=1,min_samples=1,cv_min=0"
+
+[[servers]]
+name = "one"
+count = 2
+gpus = 1
+gpu_memory = "8GiB"
+dram = "4GiB"
+ssd = "256GiB"
+ssd_read = "256MiB/s"
+network = "256MiB/s"
+pcie = "256MiB/s"
+
+[models.m0]
+weights = "5GiB"
+gpus = 1
+prefill_tokens_per_s = 512.0
+decode_step_s = 0.02
+max_batch = 1
+ssd_servers = []
+layers = 4
+engine = "streamed"
+
+[engines.streamed]
+stages = [{name = "load"}]
+execute_while_load = true
+"""
+
+
+def test_a_request_joining_a_loading_prewarm_waits_for_it(tmp_path):
+    """Only the request that starts an instance prefills behind its load: one that joins
+    a loading pre-warm waits for it to be ready, and the log says which instances were
+    pre-warms."""
+    path = tmp_path / "cluster.toml"
+    path.write_text(PIPELINED)
+    config = read_config(path)
+    rows = [(0.0, "m0", 1, 1), (22.0, "m0", 1, 1), (23.0, "m0", 1, 1)]
+    trace = pd.DataFrame(rows, columns=["arrival_s", "model", "input_tokens", "output_tokens"])
+    sim = Simulation(config, trace, "migration", seeds.rng(5, "policy"), check=True)
+    sim.run()
+    log = sim.cluster.log.frame()
+    joined = log[log["instance"] == sim.table.instance[2]].iloc[0]
+    assert joined["prewarm"] and joined["allocated_s"] < 23.0 < joined["ready_s"]
+    prefill = 1 / 512
+    assert sim.table.ttft_s[2] == pytest.approx(joined["ready_s"] - 23.0 + prefill, abs=1e-12)
+    check_timeline(sim.table.frame(), log, config)
