@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from sim.model.instance import SLEEPING, STOPPED, WARM, Instance
+from sim.model.server import LOADS_FIRST
 from sim.schema import STATUSES
 from thaw_kernel.tiers import CACHE_TIERS
 
@@ -128,12 +129,14 @@ def _check_links(sim: "Audited", server) -> None:
     for t in links.active:
         if t.rate > t.cap * (1 + _SLACK) or t.rate <= 0:
             _fail(sim, f"server {server.id}: a load runs at {t.rate} B/s, its cap {t.cap}")
+        # Clamped as `ServerLinks._advance` clamps: a load due to end at this instant, by a
+        # timer not yet fired, may be a rounding past done.
         if t.progress is not None and _regresses(
             [
                 *t.progress,
                 (
                     sim.clock.now,
-                    1 - (t.remaining - t.rate * (sim.clock.now - t.updated_at)) / t.size,
+                    1 - max(0.0, t.remaining - t.rate * (sim.clock.now - t.updated_at)) / t.size,
                 ),
             ]
         ):
@@ -223,6 +226,10 @@ def _check_cores(sim: "Audited", server, cpu_seen: dict[int, dict]) -> None:
             f"server {server.id}: {len(below)} CPU flows run below their caps while the "
             f"CPU stages use only {total} of {capacity} cores",
         )
+    if any(LOADS_FIRST in t.links for t in below) and any(
+        LOADS_FIRST not in t.links and t.rate > 0 for t in cores.active
+    ):
+        _fail(sim, f"server {server.id}: a CPU stage runs while a load's CPU work waits")
     now = sim.clock.now
     seen = cpu_seen.get(server.id, {})
     for flow, (remaining, rate, at) in seen.items():

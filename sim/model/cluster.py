@@ -20,7 +20,7 @@ from sim.model.migration import round_cost
 from sim.model.overlap import hidden_s
 from sim.model.peer import PeerTier
 from sim.model.per_model import PerModel
-from sim.model.server import CORES, HOST_DISK, Server
+from sim.model.server import CORES, HOST_DISK, Server, host_cores
 from sim.model.transfers import ServerLinks
 from sim.spec import ClusterConfig, ModelSpec
 from thaw_kernel.stages import Step
@@ -44,7 +44,7 @@ class Cluster:
             host = None
             for k in range(group.count):
                 if k % group.servers_per_host == 0:  # a new host: its own cores (and disk)
-                    cores = ServerLinks(clock, {"cores": float(group.host_cores)})
+                    cores = host_cores(clock, float(group.host_cores))
                     if group.host_disk:
                         host = ServerLinks(clock, {HOST_DISK: group.host_disk})
                 server = Server(

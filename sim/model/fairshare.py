@@ -8,6 +8,8 @@ model network simulators use: the result depends only on the set of flows, not o
 
 from collections.abc import Hashable, Mapping, Sequence
 
+_FILLED = 1e-9  # a link left less than this part of its capacity is full
+
 
 def max_min_rates(
     flows: Sequence[tuple[Sequence[Hashable], float]], capacity: Mapping[Hashable, float]
@@ -34,4 +36,29 @@ def max_min_rates(
             for link in flows[f][0]:
                 residual[link] = max(0.0, residual[link] - level)
             active.discard(f)
+    return rates
+
+
+def first_then_rest(
+    flows: Sequence[tuple[Sequence[Hashable], float]],
+    capacity: Mapping[Hashable, float],
+    first: Hashable,
+) -> list[float]:
+    """As `max_min_rates`, in two turns: the flows crossing the link `first` take their
+    max-min fair rates over the whole capacity, then the others share what they leave."""
+    turn = [first in links for links, _ in flows]
+    if not any(turn):
+        return max_min_rates(flows, capacity)
+    rates = [0.0] * len(flows)
+    firsts = [k for k, served in enumerate(turn) if served]
+    rest = [k for k, served in enumerate(turn) if not served]
+    residual = dict(capacity)
+    for k, rate in zip(firsts, max_min_rates([flows[k] for k in firsts], capacity), strict=True):
+        rates[k] = rate
+        for link in flows[k][0]:
+            residual[link] -= rate
+    for link, left in residual.items():  # a link the first turn filled, rounding aside
+        residual[link] = 0.0 if left < capacity[link] * _FILLED else left
+    for k, rate in zip(rest, max_min_rates([flows[k] for k in rest], residual), strict=True):
+        rates[k] = rate
     return rates

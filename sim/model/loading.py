@@ -16,19 +16,26 @@ exactly as an SSD start is. The instance's tier stays remote.
 
 Where the servers' group gives its loads a CPU cost (`load_cpu_s_per_gb` for a load
 from SSD, `download_cpu_s_per_gb` for a download or a load streamed from the remote
-tier), each phase also runs a flow of that many CPU-seconds on the host's cores, capped
-at the CPU rate it takes at the phase's own solo rate (so that, alone, it never
-lengthens the phase); the phase ends when its bytes and its CPU work are both done. The
-CPU flow thus competes with the start-ups' CPU stages and the other loads' CPU work for
-the host's cores, as the page faults, copies and checksums of a real load do on a small
-host; it runs at its solo pace even while the phase's bytes are slowed by a shared link,
-so a load's CPU is spent early rather than spread over it.
+tier), each phase also runs a flow of that many CPU-seconds on the host's cores, as the
+page faults, copies and checksums of a real load take them; the phase ends when its
+bytes and its CPU work are both done. The CPU flow keeps pace with the bytes: its cap is
+its CPU per byte times the bytes' rate of the moment (the phase's solo rate alone, so
+that alone it never lengthens the phase; less while a shared link slows the bytes), and
+once the bytes are in, what CPU work is left runs at the solo pace. The host serves
+loads' CPU work before the start-ups' CPU stages (`sim.model.server.host_cores`): a
+load's threads wake on each I/O completion for a moment's work, and the kernel's
+scheduler runs a thread that wakes from I/O ahead of a CPU-bound one, so a start-up
+beside a load gets what the load leaves, not a fair half (on the project's VM a start-up
+beside a reader was preempted about a hundred times as often as alone: docs/model.md).
+Loads share the cores max-min fairly among themselves; where their CPU work alone fills
+the cores, the CPU stages wait.
 """
 
 import math
 from collections.abc import Callable
 
-from sim.model.server import CORES, Server
+from sim.model.server import LOAD_CORES, Server
+from sim.model.transfers import ServerLinks, Transfer
 from sim.spec import ModelSpec
 from thaw_kernel.tiers import Tier
 
@@ -57,7 +64,8 @@ def cpu_phases(
     server: Server, model: ModelSpec, tier: Tier, phases: tuple[Phase, ...]
 ) -> tuple[Phase | None, ...]:
     """Beside each of the load's `phases` (`load_phases`), its CPU work on the host's cores
-    as a flow (CPU-seconds, `CORES`, cap), or None where it takes none."""
+    as a flow (CPU-seconds, `LOAD_CORES`, cap at the phase's solo pace), or None where it
+    takes none."""
     group, gb = server.group, model.weights / 1e9
     if not (group.load_cpu_s_per_gb or group.download_cpu_s_per_gb):
         return (None,) * len(phases)  # loads take no CPU: nothing to build
@@ -75,7 +83,7 @@ def _cpu_flow(server: Server, phase: Phase, work: float) -> Phase | None:
         return None
     size, links, cap = phase
     solo = min([cap, *(server.links.capacity[link] for link in links)])
-    return (work, CORES, work * solo / size)
+    return (work, LOAD_CORES, work * solo / size)
 
 
 class CheckpointLoad:
@@ -122,7 +130,7 @@ class CheckpointLoad:
         or end the load."""
         links, cores = self.server.links, self.server.cores
         last = k == len(phases) - 1
-        parts = [1 + (cpu[k] is not None)]
+        parts = [1 + (cpu[k] is not None)]  # the bytes, and the CPU work if any
 
         def part_done() -> None:
             parts[0] -= 1
@@ -141,14 +149,22 @@ class CheckpointLoad:
                 self._phase(k + 1, 0.0, phases, cpu, on_done)
 
         progress = self.progress if last else None
+        work = cpu[k]
+        if work is None:
+            if k == 0:
+                links.start_in(delay, *phases[k], part_done, progress, then=phases[k + 1 :])
+            else:
+                links.start(*phases[k], part_done, progress)
+            return
+        # The CPU flow begins first, so that the bytes' first rate already paces it.
+        paced = _PacedCpu(cores, work[0] / phases[k][0], work[2], part_done)
         if k == 0:
-            links.start_in(delay, *phases[k], part_done, progress, then=phases[k + 1 :])
-            if cpu[k] is not None:
-                cores.start_in(delay, *cpu[k], part_done)
+            cores.start_in(delay, *work, paced.cpu_done, started=paced.begun)
+            then = phases[k + 1 :]
+            links.start_in(delay, *phases[k], paced.bytes_done, progress, then, paced.pace)
         else:
-            links.start(*phases[k], part_done, progress)
-            if cpu[k] is not None:
-                cores.start(*cpu[k], part_done)
+            paced.begun(cores.start(*work, paced.cpu_done))
+            links.start(*phases[k], paced.bytes_done, progress, on_rate=paced.pace)
 
     def _stage(self) -> None:
         """The download is on the SSD: admit it there if it fits, pinned while it is read."""
@@ -169,3 +185,35 @@ class CheckpointLoad:
         elif not self.server.download:  # streamed: installed in passing, space permitting
             self.server.ssd.admit(name, size)
         self.server.dram.admit(name, size)
+
+
+class _PacedCpu:
+    """A phase's CPU work on the host's cores, keeping pace with its bytes."""
+
+    __slots__ = ("_cores", "_done", "_flow", "_per_byte", "_solo_cap")
+
+    def __init__(
+        self, cores: ServerLinks, per_byte: float, solo_cap: float, done: Callable[[], None]
+    ) -> None:
+        self._cores = cores
+        self._per_byte = per_byte  # CPU-seconds per byte
+        self._solo_cap = solo_cap
+        self._done = done  # the phase's: told once for the bytes, once for the CPU
+        self._flow: Transfer | None = None  # once begun, until done
+
+    def begun(self, flow: Transfer) -> None:
+        self._flow = flow
+
+    def pace(self, bytes_per_s: float) -> None:
+        """The bytes' new rate: the CPU work's cap follows it."""
+        if self._flow is not None:
+            self._cores.reroute(self._flow, self._flow.links, self._per_byte * bytes_per_s)
+
+    def bytes_done(self) -> None:
+        """The bytes are in: the CPU work left, if any, runs at the solo pace."""
+        self.pace(self._solo_cap / self._per_byte)
+        self._done()
+
+    def cpu_done(self) -> None:
+        self._flow = None
+        self._done()

@@ -8,6 +8,7 @@ the servers of a host share one domain holding each server's `ssd:{id}` and
 both its server's link and the disk, and max-min fairness spans the host.
 """
 
+import math
 from collections import Counter
 from collections.abc import Callable
 
@@ -23,7 +24,16 @@ from thaw_kernel.tiers import Tier
 LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
 DOWNLOAD = ("network",)
 HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
-CORES = ("cores",)  # what a CPU-bound flow crosses: its host's cores (`Server.cores`)
+CORES = ("cores",)  # what a CPU-bound stage crosses: its host's cores (`Server.cores`)
+# What a load's CPU work crosses: the same cores, and the mark that serves it first.
+LOADS_FIRST = "loads"
+LOAD_CORES = ("cores", LOADS_FIRST)
+
+
+def host_cores(clock: Clock, cores: float) -> ServerLinks:
+    """A host's cores as a fluid domain: loads' CPU work first, then the CPU stages
+    (sim.model.loading says why)."""
+    return ServerLinks(clock, {"cores": cores, LOADS_FIRST: math.inf}, first=LOADS_FIRST)
 
 
 class Server:

@@ -15,7 +15,7 @@ begin the moment it ends; the estimates replay them too.
 from collections.abc import Callable
 
 from sim.model.clock import Clock, Timer
-from sim.model.fairshare import max_min_rates
+from sim.model.fairshare import first_then_rest, max_min_rates
 
 Flow = tuple[float, tuple[str, ...], float]  # (size, links crossed, own cap)
 
@@ -25,6 +25,7 @@ class Transfer:
         "cap",
         "links",
         "on_done",
+        "on_rate",
         "progress",
         "rate",
         "remaining",
@@ -42,6 +43,7 @@ class Transfer:
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
         then: tuple[Flow, ...] = (),
+        on_rate: Callable[[float], None] | None = None,
     ) -> None:
         self.size = size
         self.remaining = float(size)
@@ -54,15 +56,21 @@ class Transfer:
         # (time, fraction done) at its start, each rate change and its end, if asked for.
         self.progress = progress
         self.then = then  # the flows its owner begins when it ends, for the estimates
+        self.on_rate = on_rate  # told each new rate (a load's CPU work keeps its pace)
 
 
 class ServerLinks:
     """The shared links of one server ("network", "ssd"), or of a host's servers and its
-    disk, and the loads crossing them."""
+    disk, and the loads crossing them; or a host's cores and the CPU flows on them.
 
-    def __init__(self, clock: Clock, capacity: dict[str, float]) -> None:
+    `first`: a link whose flows are served before the others (`first_then_rest`), which
+    share what they leave; a flow left nothing waits, without a timer, for the next
+    change of rates."""
+
+    def __init__(self, clock: Clock, capacity: dict[str, float], first: str | None = None) -> None:
         self._clock = clock
         self.capacity = capacity
+        self.first = first
         self.active: list[Transfer] = []
         # (at, size, links, cap, then) of the loads to begin at `at`.
         self.planned: list[tuple[float, float, tuple[str, ...], float, tuple[Flow, ...]]] = []
@@ -79,11 +87,13 @@ class ServerLinks:
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
         then: tuple[Flow, ...] = (),
+        on_rate: Callable[[float], None] | None = None,
     ) -> Transfer:
         """Begin a load of `size` bytes over `links`, at most `cap` bytes/s of its own;
         its progress over time is appended to `progress` if given (`sim.model.overlap`).
-        `then`: the flows `on_done` will begin, known to the estimates meanwhile."""
-        transfer = Transfer(size, links, cap, on_done, progress, then)
+        `then`: the flows `on_done` will begin, known to the estimates meanwhile;
+        `on_rate`: told the load's rate whenever it changes."""
+        transfer = Transfer(size, links, cap, on_done, progress, then, on_rate)
         transfer.updated_at = self._clock.now
         self._advance()
         self.active.append(transfer)
@@ -99,14 +109,19 @@ class ServerLinks:
         on_done: Callable[[], None],
         progress: list[tuple[float, float]] | None = None,
         then: tuple[Flow, ...] = (),
+        on_rate: Callable[[float], None] | None = None,
+        started: Callable[[Transfer], None] | None = None,
     ) -> None:
-        """Begin a load `delay` seconds from now; known meanwhile to `predict_s`."""
+        """Begin a load `delay` seconds from now; known meanwhile to `predict_s`.
+        `started`: given the load as it begins."""
         planned = (self._clock.now + delay, size, links, cap, then)
         self.planned.append(planned)
 
         def begin() -> None:
             self.planned.remove(planned)
-            self.start(size, links, cap, on_done, progress, then)
+            transfer = self.start(size, links, cap, on_done, progress, then, on_rate)
+            if started is not None:
+                started(transfer)
 
         self._clock.call_in(delay, begin)
 
@@ -165,8 +180,8 @@ class ServerLinks:
             if not flows:
                 t = joins[0][0]
                 continue
-            rates = max_min_rates([(f[1], f[2]) for f in flows], self.capacity)
-            left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
+            rates = self._rates([(f[1], f[2]) for f in flows])
+            left = [f[0] / r if r else float("inf") for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
                 ended = [  # the new chains' last flows ending
@@ -207,14 +222,21 @@ class ServerLinks:
             t.remaining = max(0.0, t.remaining - t.rate * (now - t.updated_at))
             t.updated_at = now
 
+    def _rates(self, flows: list[tuple[tuple[str, ...], float]]) -> list[float]:
+        if self.first is None:
+            return max_min_rates(flows, self.capacity)
+        return first_then_rest(flows, self.capacity, self.first)
+
     def _reallocate(self) -> None:
-        rates = max_min_rates([(t.links, t.cap) for t in self.active], self.capacity)
+        rates = self._rates([(t.links, t.cap) for t in self.active])
         for t, rate in zip(self.active, rates, strict=True):
-            if rate == t.rate and t.timer is not None:
+            if rate == t.rate and (t.timer is not None or not rate):
                 continue
             t.rate = rate
             if t.progress is not None:
                 t.progress.append((t.updated_at, 1.0 - t.remaining / t.size))
             if t.timer is not None:
                 t.timer.cancel()
-            t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)
+            t.timer = self._clock.call_in(t.remaining / rate, self._finish, t) if rate else None
+            if t.on_rate is not None:
+                t.on_rate(rate)

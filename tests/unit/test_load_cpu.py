@@ -59,9 +59,9 @@ def test_two_loads_on_one_host_share_its_cores(tmp_path):
     assert list(sim.table.startup_s) == pytest.approx([expected] * 2, rel=1e-12)
 
 
-def test_a_load_s_cpu_slows_a_start_up_s_cpu_stage_beside_it(tmp_path):
+def test_a_load_s_cpu_is_served_before_a_start_up_s_cpu_stage(tmp_path):
     # An engine of 1 CPU-second, then the load; one core for the host's two servers. Each
-    # load's CPU work W = 1.07 CPU-seconds is capped at W / 2 = 0.54 cores (its bytes' 2 s).
+    # load's CPU work W = 1.07 CPU-seconds keeps pace with its bytes: W / 2 = 0.54 cores.
     engine = 'stages = [{name = "cpu", cpu_seconds = 1.0}, {name = "load"}]'
     config = cpu_config(
         tmp_path,
@@ -74,17 +74,56 @@ def test_a_load_s_cpu_slows_a_start_up_s_cpu_stage_beside_it(tmp_path):
         engine=engine,
     )
     sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "locality", check=True)
-    work = 0.25 * GB_PER_CHECKPOINT
-    cap = work / 2.0
-    # 0-1: a's stage alone. 1-3: a's load work beside b's stage, half a core each (both
-    # caps above a half); b's stage ends at 3, a's bytes too, with work - 1 left to do.
-    # From 3, b's load work joins: half a core each again until a's ends.
-    a_ends = 3.0 + (work - 1.0) / 0.5
-    # Then b's work alone at its cap; its bytes ended at 5, before it.
-    b_ends = a_ends + (work - 0.5 * (a_ends - 3.0)) / cap
-    assert cap > 0.5 and b_ends > 5.0
-    assert sim.table.startup_s[0] == pytest.approx(a_ends, rel=1e-9)
-    assert sim.table.startup_s[1] == pytest.approx(b_ends - 1.0, rel=1e-9)
+    cap = 0.25 * GB_PER_CHECKPOINT / 2.0
+    # 0-1: a's stage alone. 1-3: a's load, its CPU work served first (its bytes and its CPU
+    # both end at 3); b's stage gets the 1 - cap it leaves, then the whole core from 3,
+    # then b's load alone takes its 2 s.
+    b_stage_ends = 3.0 + (1.0 - 2.0 * (1.0 - cap))
+    assert sim.table.startup_s[0] == pytest.approx(3.0, rel=1e-12)
+    assert sim.table.startup_s[1] == pytest.approx(b_stage_ends + 2.0 - 1.0, rel=1e-12)
+
+
+# A third model whose engine runs 1 CPU-second before its load, its checkpoint on
+# server 2's SSD.
+C_MODEL = """
+[models.c]
+weights = "4GiB"
+gpus = 1
+prefill_tokens_per_s = 1024.0
+decode_step_s = 0.125
+max_batch = 4
+ssd_servers = [2]
+engine = "cpu"
+
+[engines.cpu]
+stages = [{name = "cpu", cpu_seconds = 1.0}, {name = "load"}]
+"""
+
+
+def test_a_load_s_cpu_keeps_pace_with_its_bytes_on_a_shared_disk(tmp_path):
+    # Three servers on one host of 1.5 cores and one 1 GiB/s disk. a and b load from 2 s,
+    # sharing the disk (0.5 GiB/s each), so each one's CPU work takes 0.25 s/GB x 0.54
+    # GB/s = 0.13 cores, not its solo 0.54: c's stage, begun at 2 s beside them, gets its
+    # whole core (1.5 - 0.27) and ends at 3 s. Then the three loads share the disk: 12 GiB
+    # in all from 2 s, a and b ending first.
+    config = cpu_config(
+        tmp_path,
+        load_cpu=0.25,
+        host_cores=1.5,
+        count=3,
+        servers_per_host=3,
+        host_disk="1GiB/s",
+        ssd_a="[0]",
+        ssd_b="[1]",
+        extra=C_MODEL,
+    )
+    rows = [(0.0, "a", 512, 1), (0.0, "b", 512, 1), (2.0, "c", 512, 1)]
+    sim = simulate(config, rows, "locality", check=True)
+    assert list(sim.table.server) == [0, 1, 2]
+    # a and b: 0.5 GiB each by 3 s, then a third of the disk for their 3.5 GiB left.
+    ab_end = 3.0 + 3.5 * 3
+    assert list(sim.table.startup_s[:2]) == pytest.approx([ab_end] * 2, rel=1e-12)
+    assert sim.table.startup_s[2] == pytest.approx(14.0 - 2.0, rel=1e-12)
 
 
 def test_a_download_takes_its_cpu_and_then_the_load_its_own(tmp_path):
