@@ -149,8 +149,8 @@ def derive(
 
 def _stretches(measurements: dict[str, Measurement], derived: dict[str, float]) -> list[Stretch]:
     """The start-ups measured beside other CPU flows: at once, and beside a load from SSD
-    (whose CPU flow is capped as the simulator caps it: its CPU per byte at its solo
-    rate), where both were measured."""
+    (whose CPU flow is capped as the simulator caps it: its CPU per byte at its bytes'
+    rate, here the one reader's, alone on the disk), where both were measured."""
     stretches = [
         at_once(int(name.removeprefix("instance_startup_x")), m.median)
         for name, m in measurements.items()
@@ -158,7 +158,7 @@ def _stretches(measurements: dict[str, Measurement], derived: dict[str, float]) 
     ]
     if BESIDE_LOAD in measurements and "load_cpu_s_per_byte" in derived:
         load = derived["load_cpu_s_per_byte"] * derived["ssd_read_bytes_per_s"]
-        stretches.append(Stretch(measurements[BESIDE_LOAD].median, (load,)))
+        stretches.append(Stretch(measurements[BESIDE_LOAD].median, loads=(load,)))
     return stretches
 
 

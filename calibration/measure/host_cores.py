@@ -1,11 +1,11 @@
 """`host_cores`: the effective cores whose fluid model best explains start-ups stretching.
 
 The simulator runs a start-up's CPU-bound part as a flow of `cpu` CPU-seconds capped at
-one core, sharing the host's cores max-min fairly with the other CPU flows of the
-moment: other start-ups (one core each) and the CPU work of loads (each capped at the
-cores it takes at its own solo pace, `sim.model.loading`). A start-up beside flows
-that leave it `rate` cores takes `fixed + cpu / min(1, rate)`, where `fixed = alone -
-cpu` is the rest of a start-up alone. The fit is the core count c from 1 up, in steps
+one core, sharing the host's cores max-min fairly with the other start-ups (one core
+each) once the loads' CPU work has taken its own (each load capped at the cores its
+bytes' pace takes, `sim.model.loading`). A start-up beside flows that leave it `rate`
+cores takes `fixed + cpu / min(1, rate)`, where `fixed = alone - cpu` is the rest of a
+start-up alone. The fit is the core count c from 1 up, in steps
 of `STEP`, with the least squared error over the measured stretches: start-ups begun
 together, and a start-up beside a load (a start-up that only ever met its own kind
 would not say what a load costs it).
@@ -21,23 +21,25 @@ more.
 import math
 from dataclasses import dataclass
 
-from sim.model.fairshare import max_min_rates
+from sim.model.fairshare import first_then_rest
+from sim.model.server import CORES, LOAD_CORES, LOADS_FIRST
 
 STEP = 0.01
-_CORES = "cores"
 
 
 @dataclass(frozen=True)
 class Stretch:
-    """A start-up's median wall time, `wall_s`, beside CPU flows capped at `beside` cores."""
+    """A start-up's median wall time, `wall_s`, beside other start-ups' CPU flows capped
+    at `beside` cores and loads' CPU work capped at `loads` cores."""
 
     wall_s: float
-    beside: tuple[float, ...]
+    beside: tuple[float, ...] = ()
+    loads: tuple[float, ...] = ()
 
 
 def at_once(k: int, wall_s: float) -> Stretch:
     """Each of `k` start-ups begun together took `wall_s`: each met k - 1 others."""
-    return Stretch(wall_s, (1.0,) * (k - 1))
+    return Stretch(wall_s, beside=(1.0,) * (k - 1))
 
 
 def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most: int) -> float:
@@ -46,16 +48,25 @@ def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most:
     fixed = alone_s - cpu_s
 
     def error(cores: float) -> float:
-        return sum((s.wall_s - fixed - cpu_s / _share(cores, s.beside)) ** 2 for s in stretches)
+        return sum((s.wall_s - fixed - _cpu_wall(cpu_s, cores, s)) ** 2 for s in stretches)
 
-    top = max(1 + sum(s.beside) for s in stretches)  # beyond it, nothing stretches
+    top = max(1 + sum(s.beside) + sum(s.loads) for s in stretches)  # beyond: no stretch
     grid = [round(1 + i * STEP, 2) for i in range(math.floor(round((top - 1) / STEP, 6)) + 1)]
     # Ties (no stretch beyond some c) go to the most cores, rounded so noise cannot split them.
     best = min(grid, key=lambda c: (round(error(c), 12), -c))
     return float(max(most, top)) if best == grid[-1] else best
 
 
-def _share(cores: float, beside: tuple[float, ...]) -> float:
-    """The cores a start-up (capped at one) gets beside flows capped at `beside`."""
-    flows = [((_CORES,), 1.0)] + [((_CORES,), cap) for cap in beside]
-    return max_min_rates(flows, {_CORES: cores})[0]
+def _cpu_wall(cpu_s: float, cores: float, stretch: Stretch) -> float:
+    """The wall time of a start-up's CPU part beside `stretch`'s flows (forever where
+    the loads leave it nothing)."""
+    share = _share(cores, stretch)
+    return cpu_s / share if share else math.inf
+
+
+def _share(cores: float, stretch: Stretch) -> float:
+    """The cores a start-up (capped at one) gets beside the flows of `stretch`, as the
+    simulator's host cores share them."""
+    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in stretch.beside]
+    flows += [(LOAD_CORES, cap) for cap in stretch.loads]
+    return first_then_rest(flows, {CORES[0]: cores, LOADS_FIRST: math.inf}, LOADS_FIRST)[0]

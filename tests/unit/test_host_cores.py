@@ -1,5 +1,6 @@
 """`fit_host_cores` on start-up times worked by hand from its model: a start-up beside
-flows that leave it `rate` of c cores (max-min fair, itself capped at one) takes
+flows that leave it `rate` of c cores (loads' CPU first, then max-min fair among the
+start-ups, each capped at one) takes
 `fixed + cpu / min(1, rate)`, `fixed = alone - cpu`; the fit is the c on a 0.01 grid
 from 1 with the least squared error."""
 
@@ -39,14 +40,20 @@ def test_no_stretch_bounds_the_cores_from_below_only():
 
 
 def test_a_start_up_beside_a_load_gets_what_the_load_leaves_it():
-    # fixed = 0, cpu = 1. Beside a load capped at 0.9 cores on c = 1.7 cores, the load
-    # (below the fair 0.85 only if c were over 1.8) gets 0.85 and so does the start-up:
-    # 1 / 0.85 = 1.176 s. On c = 1.5 both get 0.75: 1.333 s.
-    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.85, (0.9,))], 8) == 1.7
-    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.75, (0.9,))], 8) == 1.5
-    # A load capped at 0.4 takes its 0.4 below the fair half: on c = 1.2 it leaves the
-    # start-up 0.8 cores (1.25 s); from c = 1.4 up the start-up has its whole core (1.0 s).
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, (0.4,))], 8) == 1.2
+    # fixed = 0, cpu = 1. A load's CPU work is served first: capped at 0.9 cores on
+    # c = 1.7 it leaves the start-up 0.8 cores: 1.25 s. On c = 1.5, 0.6: 1.667 s.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(0.9,))], 8) == 1.7
+    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.6, loads=(0.9,))], 8) == 1.5
+    # A load capped at 0.4 on c = 1.2 leaves 0.8 (1.25 s); from c = 1.4 up the start-up
+    # has its whole core (1.0 s).
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(0.4,))], 8) == 1.2
+
+
+def test_a_load_is_served_first_where_a_start_up_shares_fairly():
+    # On c = 1.6 beside another start-up (cap 1), a start-up gets the fair 0.8: 1.25 s;
+    # beside a load capped at 1.0 it gets the 0.6 the load leaves: 1.667 s.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, beside=(1.0,))], 8) == 1.6
+    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.6, loads=(1.0,))], 8) == 1.6
 
 
 def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
@@ -54,5 +61,5 @@ def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
     # but beside a load capped at 0.8 cores one took 1.25 s: on c = 1.9 it would get its
     # core (0.8 + 1 <= 1.9) and take 1.0 s. The least squares of both lie between.
     alone = fit_host_cores(1.0, 1.0, together(x2=2 / 1.9), 8)
-    both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, (0.8,))], 8)
+    both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, loads=(0.8,))], 8)
     assert alone == 1.9 and 1.6 < both < 1.9
