@@ -20,7 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from calibration.checkpoint.format import BLOB_NAME
@@ -47,18 +49,18 @@ def measure_startups(
     - `BESIDE_LOAD`: `runs` one at a time, each begun while a reader process loads
       `checkpoint` cold (evicted before each of its loads).
     """
-    first = _time_to_ready(_spawn(device), time.perf_counter())
+    first = time_to_ready(spawn(device), time.perf_counter())
     alone: list[tuple[float, float]] = []
     at_once: dict[int, list[float]] = {k: [] for k in CONCURRENCY}
     beside: list[float] = []
     with Readers(1, buffer_bytes(checkpoint)) as reader:
         for turn in range(max(runs, rounds)):
             if turn < runs:
-                alone.append(_time_to_ready(_spawn(device), time.perf_counter()))
+                alone.append(time_to_ready(spawn(device), time.perf_counter()))
             for k in CONCURRENCY if turn < rounds else ():
                 at_once[k] += _together(device, k)
             if turn < runs:
-                beside.append(_beside_a_load(device, reader, checkpoint))
+                beside.append(beside_a_load(device, reader, checkpoint))
     return {
         "instance_startup_first": Measurement((first[0],), "s", True),
         "instance_startup": Measurement(tuple(wall for wall, _ in alone), "s", True),
@@ -74,43 +76,50 @@ def measure_startups(
 def _together(device: str, k: int) -> list[float]:
     """The wall times of `k` start-ups begun at once."""
     started = time.perf_counter()
-    children = [_spawn(device) for _ in range(k)]
+    children = [spawn(device) for _ in range(k)]
     with ThreadPoolExecutor(k) as pool:
-        return [wall for wall, _ in pool.map(_time_to_ready, children, [started] * k)]
+        return [wall for wall, _ in pool.map(time_to_ready, children, [started] * k)]
 
 
-def _beside_a_load(device: str, reader: Readers, checkpoint: Path) -> float:
+def beside_a_load(device: str, reader: Readers, checkpoint: Path) -> float:
     """One start-up's wall time, begun once `reader` is loading `checkpoint` cold, which
     it does again and again until the start-up is ready."""
-    loading, stop, failed = threading.Event(), threading.Event(), []
+    with loading(reader, checkpoint):
+        return time_to_ready(spawn(device), time.perf_counter())[0]
+
+
+@contextmanager
+def loading(reader: Readers, checkpoint: Path) -> Iterator[None]:
+    """While inside, `reader` loads `checkpoint` cold again and again (evicted before each
+    load); entered once the first load has begun. A failed load is raised on the way out."""
+    begun, stop, failed = threading.Event(), threading.Event(), []
 
     def load_again_and_again() -> None:
         try:
             while not stop.is_set():
                 make_cold(str(checkpoint / BLOB_NAME))
-                loading.set()
+                begun.set()
                 reader.together(LOAD_COMMAND, [checkpoint])
-        except Exception as error:  # raised in the timing thread, below
+        except Exception as error:  # raised in the caller's thread, below
             failed.append(error)
         finally:
-            loading.set()
+            begun.set()
 
     loader = threading.Thread(target=load_again_and_again)
     loader.start()
-    wall = 0.0
     try:
-        loading.wait()
-        if not failed:
-            wall = _time_to_ready(_spawn(device), time.perf_counter())[0]
+        begun.wait()
+        if failed:
+            raise failed[0]
+        yield
     finally:
         stop.set()
         loader.join()
     if failed:
         raise failed[0]
-    return wall
 
 
-def _spawn(device: str) -> subprocess.Popen:
+def spawn(device: str) -> subprocess.Popen:
     code = (
         "import time\n"
         "import torch\n"
@@ -122,7 +131,7 @@ def _spawn(device: str) -> subprocess.Popen:
     )
 
 
-def _time_to_ready(child: subprocess.Popen, started: float) -> tuple[float, float]:
+def time_to_ready(child: subprocess.Popen, started: float) -> tuple[float, float]:
     """Seconds from `started` until `child` said it was ready, and its CPU-seconds then."""
     with child:
         line = child.stdout.readline()
