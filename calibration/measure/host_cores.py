@@ -1,9 +1,9 @@
 """`host_cores`: the effective cores whose fluid model best explains start-ups stretching.
 
 The simulator runs a start-up's CPU-bound part as a flow of `cpu` CPU-seconds capped at
-one core, sharing the host's cores max-min fairly with the other start-ups (one core
-each) once the loads' CPU work has taken its own (each load capped at the cores its
-bytes' pace takes, `sim.model.loading`). A start-up beside flows that leave it `rate`
+one core, sharing the host's cores with the other start-ups (one core each) and the
+loads' CPU work (each load capped at the cores its bytes' pace takes) in proportion to
+their caps (`sim.model.loading`). A start-up beside flows that leave it `rate`
 cores takes `fixed + cpu / min(1, rate)`, where `fixed = alone - cpu` is the rest of a
 start-up alone. The fit is the core count c from 1 up, in steps
 of `STEP`, with the least squared error over the measured stretches: start-ups begun
@@ -21,8 +21,8 @@ more.
 import math
 from dataclasses import dataclass
 
-from sim.model.fairshare import first_then_rest
-from sim.model.server import CORES, LOAD_CORES, LOADS_FIRST
+from sim.model.fairshare import proportional_rates
+from sim.model.server import CORES
 
 STEP = 0.01
 
@@ -58,15 +58,12 @@ def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most:
 
 
 def _cpu_wall(cpu_s: float, cores: float, stretch: Stretch) -> float:
-    """The wall time of a start-up's CPU part beside `stretch`'s flows (forever where
-    the loads leave it nothing)."""
-    share = _share(cores, stretch)
-    return cpu_s / share if share else math.inf
+    """The wall time of a start-up's CPU part beside `stretch`'s flows."""
+    return cpu_s / _share(cores, stretch)
 
 
 def _share(cores: float, stretch: Stretch) -> float:
     """The cores a start-up (capped at one) gets beside the flows of `stretch`, as the
     simulator's host cores share them."""
-    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in stretch.beside]
-    flows += [(LOAD_CORES, cap) for cap in stretch.loads]
-    return first_then_rest(flows, {CORES[0]: cores, LOADS_FIRST: math.inf}, LOADS_FIRST)[0]
+    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in (*stretch.beside, *stretch.loads)]
+    return proportional_rates(flows, {CORES[0]: cores})[0]

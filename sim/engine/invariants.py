@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from sim.model.instance import SLEEPING, STOPPED, WARM, Instance
-from sim.model.server import LOADS_FIRST
 from sim.schema import STATUSES
 from thaw_kernel.tiers import CACHE_TIERS
 
@@ -226,10 +225,6 @@ def _check_cores(sim: "Audited", server, cpu_seen: dict[int, dict]) -> None:
             f"server {server.id}: {len(below)} CPU flows run below their caps while the "
             f"CPU stages use only {total} of {capacity} cores",
         )
-    if any(LOADS_FIRST in t.links for t in below) and any(
-        LOADS_FIRST not in t.links and t.rate > 0 for t in cores.active
-    ):
-        _fail(sim, f"server {server.id}: a CPU stage runs while a load's CPU work waits")
     now = sim.clock.now
     seen = cpu_seen.get(server.id, {})
     for flow, (remaining, rate, at) in seen.items():

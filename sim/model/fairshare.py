@@ -8,8 +8,6 @@ model network simulators use: the result depends only on the set of flows, not o
 
 from collections.abc import Hashable, Mapping, Sequence
 
-_FILLED = 1e-9  # a link left less than this part of its capacity is full
-
 
 def max_min_rates(
     flows: Sequence[tuple[Sequence[Hashable], float]], capacity: Mapping[Hashable, float]
@@ -39,26 +37,15 @@ def max_min_rates(
     return rates
 
 
-def first_then_rest(
-    flows: Sequence[tuple[Sequence[Hashable], float]],
-    capacity: Mapping[Hashable, float],
-    first: Hashable,
+def proportional_rates(
+    flows: Sequence[tuple[Sequence[Hashable], float]], capacity: Mapping[Hashable, float]
 ) -> list[float]:
-    """As `max_min_rates`, in two turns: the flows crossing the link `first` take their
-    max-min fair rates over the whole capacity, then the others share what they leave."""
-    turn = [first in links for links, _ in flows]
-    if not any(turn):
-        return max_min_rates(flows, capacity)
-    rates = [0.0] * len(flows)
-    firsts = [k for k, served in enumerate(turn) if served]
-    rest = [k for k, served in enumerate(turn) if not served]
-    residual = dict(capacity)
-    for k, rate in zip(firsts, max_min_rates([flows[k] for k in firsts], capacity), strict=True):
-        rates[k] = rate
-        for link in flows[k][0]:
-            residual[link] -= rate
-    for link, left in residual.items():  # a link the first turn filled, rounding aside
-        residual[link] = 0.0 if left < capacity[link] * _FILLED else left
-    for k, rate in zip(rest, max_min_rates([flows[k] for k in rest], residual), strict=True):
-        rates[k] = rate
-    return rates
+    """Each flow's cap, scaled down on an over-asked link by its capacity over the caps
+    asked of it (the smallest such factor where a flow crosses several): a flow asking
+    twice as much gets twice as much, unlike max-min, which raises all alike."""
+    asked: dict[Hashable, float] = {}
+    for links, cap in flows:
+        for link in links:
+            asked[link] = asked.get(link, 0.0) + cap
+    scale = {link: min(1.0, capacity[link] / total) for link, total in asked.items() if total}
+    return [cap * min([1.0, *(scale.get(link, 1.0) for link in links)]) for links, cap in flows]

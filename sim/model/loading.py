@@ -21,20 +21,22 @@ page faults, copies and checksums of a real load take them; the phase ends when 
 bytes and its CPU work are both done. The CPU flow keeps pace with the bytes: its cap is
 its CPU per byte times the bytes' rate of the moment (the phase's solo rate alone, so
 that alone it never lengthens the phase; less while a shared link slows the bytes), and
-once the bytes are in, what CPU work is left runs at the solo pace. The host serves
-loads' CPU work before the start-ups' CPU stages (`sim.model.server.host_cores`): a
-load's threads wake on each I/O completion for a moment's work, and the kernel's
-scheduler runs a thread that wakes from I/O ahead of a CPU-bound one, so a start-up
-beside a load gets what the load leaves, not a fair half (on the project's VM a start-up
-beside a reader was preempted about a hundred times as often as alone: docs/model.md).
-Loads share the cores max-min fairly among themselves; where their CPU work alone fills
-the cores, the CPU stages wait.
+once the bytes are in, what CPU work is left runs at the solo pace. The host's cores go to
+its CPU flows in proportion to what each asks (`sim.model.server.host_cores`): where
+the flows ask for more than the cores, each gets its cap times the cores over the sum of
+the caps. Start-ups' stages ask one core each, so among themselves this is the max-min
+share; a load asks as many cores as its pace takes, and the kernel's scheduler, sharing
+a core among runnable threads, gives a load's several threads more than a one-threaded
+start-up beside it, and slows both: on the project's VM a load from SSD beside a start-up
+ran at 76% of its rate alone, and the start-up took 1.46x its time alone
+(docs/calibration.md), where max-min would leave the start-up its core and serving loads
+first would leave the load its rate.
 """
 
 import math
 from collections.abc import Callable
 
-from sim.model.server import LOAD_CORES, Server
+from sim.model.server import CORES, Server
 from sim.model.transfers import ServerLinks, Transfer
 from sim.spec import ModelSpec
 from thaw_kernel.tiers import Tier
@@ -64,7 +66,7 @@ def cpu_phases(
     server: Server, model: ModelSpec, tier: Tier, phases: tuple[Phase, ...]
 ) -> tuple[Phase | None, ...]:
     """Beside each of the load's `phases` (`load_phases`), its CPU work on the host's cores
-    as a flow (CPU-seconds, `LOAD_CORES`, cap at the phase's solo pace), or None where it
+    as a flow (CPU-seconds, `CORES`, cap at the phase's solo pace), or None where it
     takes none."""
     group, gb = server.group, model.weights / 1e9
     if not (group.load_cpu_s_per_gb or group.download_cpu_s_per_gb):
@@ -83,7 +85,7 @@ def _cpu_flow(server: Server, phase: Phase, work: float) -> Phase | None:
         return None
     size, links, cap = phase
     solo = min([cap, *(server.links.capacity[link] for link in links)])
-    return (work, LOAD_CORES, work * solo / size)
+    return (work, CORES, work * solo / size)
 
 
 class CheckpointLoad:

@@ -8,12 +8,12 @@ the servers of a host share one domain holding each server's `ssd:{id}` and
 both its server's link and the disk, and max-min fairness spans the host.
 """
 
-import math
 from collections import Counter
 from collections.abc import Callable
 
 from sim.model.cache import CheckpointCache
 from sim.model.clock import Clock
+from sim.model.fairshare import proportional_rates
 from sim.model.instance import Instance
 from sim.model.transfers import ServerLinks
 from sim.spec import ServerGroup
@@ -24,16 +24,13 @@ from thaw_kernel.tiers import Tier
 LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
 DOWNLOAD = ("network",)
 HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
-CORES = ("cores",)  # what a CPU-bound stage crosses: its host's cores (`Server.cores`)
-# What a load's CPU work crosses: the same cores, and the mark that serves it first.
-LOADS_FIRST = "loads"
-LOAD_CORES = ("cores", LOADS_FIRST)
+CORES = ("cores",)  # what CPU work crosses: its host's cores (`Server.cores`)
 
 
 def host_cores(clock: Clock, cores: float) -> ServerLinks:
-    """A host's cores as a fluid domain: loads' CPU work first, then the CPU stages
+    """A host's cores as a fluid domain, shared in proportion to what each flow asks
     (sim.model.loading says why)."""
-    return ServerLinks(clock, {"cores": cores, LOADS_FIRST: math.inf}, first=LOADS_FIRST)
+    return ServerLinks(clock, {"cores": cores}, share=proportional_rates)
 
 
 class Server:

@@ -15,9 +15,11 @@ begin the moment it ends; the estimates replay them too.
 from collections.abc import Callable
 
 from sim.model.clock import Clock, Timer
-from sim.model.fairshare import first_then_rest, max_min_rates
+from sim.model.fairshare import max_min_rates
 
 Flow = tuple[float, tuple[str, ...], float]  # (size, links crossed, own cap)
+# The rates of flows (links crossed, cap) over links of given capacities.
+Sharing = Callable[[list[tuple[tuple[str, ...], float]], dict[str, float]], list[float]]
 
 
 class Transfer:
@@ -63,14 +65,15 @@ class ServerLinks:
     """The shared links of one server ("network", "ssd"), or of a host's servers and its
     disk, and the loads crossing them; or a host's cores and the CPU flows on them.
 
-    `first`: a link whose flows are served before the others (`first_then_rest`), which
-    share what they leave; a flow left nothing waits, without a timer, for the next
-    change of rates."""
+    `share`: how the links divide among the flows crossing them (max-min fairly unless
+    told otherwise)."""
 
-    def __init__(self, clock: Clock, capacity: dict[str, float], first: str | None = None) -> None:
+    def __init__(
+        self, clock: Clock, capacity: dict[str, float], share: Sharing = max_min_rates
+    ) -> None:
         self._clock = clock
         self.capacity = capacity
-        self.first = first
+        self._share = share
         self.active: list[Transfer] = []
         # (at, size, links, cap, then) of the loads to begin at `at`.
         self.planned: list[tuple[float, float, tuple[str, ...], float, tuple[Flow, ...]]] = []
@@ -180,8 +183,8 @@ class ServerLinks:
             if not flows:
                 t = joins[0][0]
                 continue
-            rates = self._rates([(f[1], f[2]) for f in flows])
-            left = [f[0] / r if r else float("inf") for f, r in zip(flows, rates, strict=True)]
+            rates = self._share([(f[1], f[2]) for f in flows], self.capacity)
+            left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
                 ended = [  # the new chains' last flows ending
@@ -222,21 +225,16 @@ class ServerLinks:
             t.remaining = max(0.0, t.remaining - t.rate * (now - t.updated_at))
             t.updated_at = now
 
-    def _rates(self, flows: list[tuple[tuple[str, ...], float]]) -> list[float]:
-        if self.first is None:
-            return max_min_rates(flows, self.capacity)
-        return first_then_rest(flows, self.capacity, self.first)
-
     def _reallocate(self) -> None:
-        rates = self._rates([(t.links, t.cap) for t in self.active])
+        rates = self._share([(t.links, t.cap) for t in self.active], self.capacity)
         for t, rate in zip(self.active, rates, strict=True):
-            if rate == t.rate and (t.timer is not None or not rate):
+            if rate == t.rate and t.timer is not None:
                 continue
             t.rate = rate
             if t.progress is not None:
                 t.progress.append((t.updated_at, 1.0 - t.remaining / t.size))
             if t.timer is not None:
                 t.timer.cancel()
-            t.timer = self._clock.call_in(t.remaining / rate, self._finish, t) if rate else None
+            t.timer = self._clock.call_in(t.remaining / rate, self._finish, t)
             if t.on_rate is not None:
                 t.on_rate(rate)

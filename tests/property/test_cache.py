@@ -51,7 +51,9 @@ EVICTING_SHARE = 0.4
 def test_capacity_is_never_exceeded():
     evicting: list[bool] = []  # per example, whether a checkpoint was evicted
 
-    @settings(max_examples=100, deadline=None)
+    # Derandomized: the share is of the examples drawn, and a fixed draw cannot fall short
+    # by chance on one run and not the next.
+    @settings(max_examples=100, deadline=None, derandomize=True)
     @given(
         st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(1, 6), st.booleans()), min_size=6)
     )

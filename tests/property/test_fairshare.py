@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.model.fairshare import first_then_rest, max_min_rates
+from sim.model.fairshare import max_min_rates, proportional_rates
 
 
 def test_a_single_flow_runs_at_its_bottleneck():
@@ -27,18 +27,17 @@ def test_flows_on_different_links_do_not_interact():
     assert max_min_rates(flows, {"ssd": 4.0, "network": 1.0}) == [4.0, 0.5, 0.5]
 
 
-def test_the_first_turn_is_served_before_the_rest():
-    flows = [(("cores", "loads"), 0.6), (("cores",), 1.0), (("cores", "loads"), 0.6)]
-    capacity = {"cores": 1.5, "loads": math.inf}
-    assert first_then_rest(flows, capacity, "loads") == pytest.approx([0.6, 0.3, 0.6])
+def test_proportional_rates_scale_every_cap_by_the_link_s_over_asking():
+    # 0.6 + 1.0 + 0.6 = 2.2 cores asked of 1.1: each gets half its cap.
+    flows = [(("cores",), 0.6), (("cores",), 1.0), (("cores",), 0.6)]
+    assert proportional_rates(flows, {"cores": 1.1}) == pytest.approx([0.3, 0.5, 0.3])
+    # Asked less than the link holds: each its cap.
+    assert proportional_rates(flows[:2], {"cores": 2.0}) == [0.6, 1.0]
 
 
-def test_the_rest_get_nothing_of_a_link_the_first_turn_filled_but_for_rounding():
-    """Three loads' CPU of 1/3 core each fill one core, less 5.6e-17 in floating point:
-    a start-up's stage beside them waits rather than crawl at that rate."""
-    flows = [(("cores", "loads"), 0.54)] * 3 + [(("cores",), 1.0)]
-    rates = first_then_rest(flows, {"cores": 1.0, "loads": math.inf}, "loads")
-    assert rates == [1 / 3, 1 / 3, 1 / 3, 0.0]
+def test_proportional_rates_equal_max_min_where_the_caps_are_equal():
+    flows = [(("cores",), 1.0)] * 3
+    assert proportional_rates(flows, {"cores": 2.0}) == max_min_rates(flows, {"cores": 2.0})
 
 
 links = st.sampled_from(["ssd", "network"])

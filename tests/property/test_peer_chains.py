@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import TINY, simulate
-from hypothesis import given, target
+from hypothesis import given, settings, target
 from hypothesis import strategies as st
 from timeline import check_timeline
 
@@ -32,6 +32,7 @@ PEER_SHARE = 0.3
 def test_chains_keep_the_books(tmp_path, policy):
     peered: list[int] = []  # per example, the loads from a peer
 
+    @settings(derandomize=True)  # the share is of a fixed draw: it cannot fall short by chance
     @given(
         trace=rows,
         burst=bursts,

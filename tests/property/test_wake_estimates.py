@@ -9,7 +9,7 @@ Every run's timeline must also agree with its instance log (`tests/timeline.py`)
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, target
+from hypothesis import given, settings, target
 from hypothesis import strategies as st
 from timeline import check_timeline
 
@@ -56,6 +56,7 @@ def revisits(
 def test_a_level_1_wake_is_ready_when_priced(tmp_path, policy):
     checked: list[int] = []  # per example, the wakes whose estimate was compared
 
+    @settings(derandomize=True)  # the share is of a fixed draw: it cannot fall short by chance
     @given(cluster=clusters(), data=st.data())
     def wakes_are_priced(cluster: str, data: st.DataObject) -> None:
         kept = [line for line in cluster.splitlines() if not line.startswith(TOP)]

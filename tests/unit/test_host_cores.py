@@ -1,6 +1,6 @@
 """`fit_host_cores` on start-up times worked by hand from its model: a start-up beside
-flows that leave it `rate` of c cores (loads' CPU first, then max-min fair among the
-start-ups, each capped at one) takes
+flows that leave it `rate` of c cores (each flow its cap times c over the caps asked,
+where they ask more than c; a start-up asks one core) takes
 `fixed + cpu / min(1, rate)`, `fixed = alone - cpu`; the fit is the c on a 0.01 grid
 from 1 with the least squared error."""
 
@@ -39,27 +39,28 @@ def test_no_stretch_bounds_the_cores_from_below_only():
     assert fit_host_cores(2.0, 1.5, together(x2=2.0, x4=2.0), 2) == 4.0
 
 
-def test_a_start_up_beside_a_load_gets_what_the_load_leaves_it():
-    # fixed = 0, cpu = 1. A load's CPU work is served first: capped at 0.9 cores on
-    # c = 1.7 it leaves the start-up 0.8 cores: 1.25 s. On c = 1.5, 0.6: 1.667 s.
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(0.9,))], 8) == 1.7
-    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.6, loads=(0.9,))], 8) == 1.5
-    # A load capped at 0.4 on c = 1.2 leaves 0.8 (1.25 s); from c = 1.4 up the start-up
-    # has its whole core (1.0 s).
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(0.4,))], 8) == 1.2
+def test_a_start_up_beside_a_load_shares_the_cores_in_proportion_to_the_caps():
+    # fixed = 0, cpu = 1. Beside a load capped at 0.9 cores, 1.9 cores are asked: on
+    # c = 1.7 each flow gets 1.7/1.9 of its cap, the start-up 0.895 cores: 1.118 s. On
+    # c = 1.5: 1.267 s.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.7, loads=(0.9,))], 8) == 1.7
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.5, loads=(0.9,))], 8) == 1.5
+    # A load capped at 0.4 on c = 1.2: 1.4/1.2 = 1.167 s; from c = 1.4 up the start-up has
+    # its whole core (1.0 s).
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.4 / 1.2, loads=(0.4,))], 8) == 1.2
 
 
-def test_a_load_is_served_first_where_a_start_up_shares_fairly():
-    # On c = 1.6 beside another start-up (cap 1), a start-up gets the fair 0.8: 1.25 s;
-    # beside a load capped at 1.0 it gets the 0.6 the load leaves: 1.667 s.
+def test_a_load_asking_one_core_slows_a_start_up_as_another_start_up_does():
+    # On c = 1.6 beside one flow capped at one core, a start-up gets 0.8: 1.25 s.
     assert fit_host_cores(1.0, 1.0, [Stretch(1.25, beside=(1.0,))], 8) == 1.6
-    assert fit_host_cores(1.0, 1.0, [Stretch(1 / 0.6, loads=(1.0,))], 8) == 1.6
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(1.0,))], 8) == 1.6
 
 
 def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
     # Two start-ups at once hardly stretch (c = 1.9 alone would fit them: 2/1.9 = 1.053),
     # but beside a load capped at 0.8 cores one took 1.25 s: on c = 1.9 it would get its
-    # core (0.8 + 1 <= 1.9) and take 1.0 s. The least squares of both lie between.
+    # core (0.8 + 1 <= 1.9) and take 1.0 s, on c = 1.44 1.8/1.44 = 1.25 s. The least
+    # squares of both lie between (1.74).
     alone = fit_host_cores(1.0, 1.0, together(x2=2 / 1.9), 8)
     both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, loads=(0.8,))], 8)
     assert alone == 1.9 and 1.6 < both < 1.9

@@ -59,28 +59,18 @@ def test_two_loads_on_one_host_share_its_cores(tmp_path):
     assert list(sim.table.startup_s) == pytest.approx([expected] * 2, rel=1e-12)
 
 
-def test_a_load_s_cpu_is_served_before_a_start_up_s_cpu_stage(tmp_path):
-    # An engine of 1 CPU-second, then the load; one core for the host's two servers. Each
-    # load's CPU work W = 1.07 CPU-seconds keeps pace with its bytes: W / 2 = 0.54 cores.
-    engine = 'stages = [{name = "cpu", cpu_seconds = 1.0}, {name = "load"}]'
-    config = cpu_config(
-        tmp_path,
-        load_cpu=0.25,
-        host_cores=1,
-        count=2,
-        servers_per_host=2,
-        ssd_a="[0]",
-        ssd_b="[1]",
-        engine=engine,
-    )
-    sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "locality", check=True)
+def test_a_load_s_cpu_and_a_start_up_s_stage_share_a_core_in_proportion(tmp_path):
+    # An engine whose 1 CPU-second stage runs beside its load; one core. The load's CPU
+    # work W = 1.07 CPU-seconds keeps pace with its bytes (2 s): cap = W / 2 = 0.54 cores.
+    # Together they ask 1 + cap cores of one: each gets its cap over 1 + cap, so the
+    # stage ends at 1 + cap, when the load has done cap of its CPU work; then the load's
+    # CPU runs alone at its cap, its other cap CPU-seconds ending at 2 + cap (after its
+    # bytes, at 2). Max-min would give the load its cap and the stage ending at 2.16 s.
+    engine = 'stages = [[{name = "cpu", cpu_seconds = 1.0}, {name = "load"}]]'
+    config = cpu_config(tmp_path, load_cpu=0.25, host_cores=1, ssd_a="[0]", engine=engine)
+    sim = simulate(config, [(0.0, "a", 512, 1)], "locality", check=True)
     cap = 0.25 * GB_PER_CHECKPOINT / 2.0
-    # 0-1: a's stage alone. 1-3: a's load, its CPU work served first (its bytes and its CPU
-    # both end at 3); b's stage gets the 1 - cap it leaves, then the whole core from 3,
-    # then b's load alone takes its 2 s.
-    b_stage_ends = 3.0 + (1.0 - 2.0 * (1.0 - cap))
-    assert sim.table.startup_s[0] == pytest.approx(3.0, rel=1e-12)
-    assert sim.table.startup_s[1] == pytest.approx(b_stage_ends + 2.0 - 1.0, rel=1e-12)
+    assert sim.table.startup_s[0] == pytest.approx(2.0 + cap, rel=1e-12)
 
 
 # A third model whose engine runs 1 CPU-second before its load, its checkpoint on

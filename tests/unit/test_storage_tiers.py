@@ -194,8 +194,11 @@ def test_a_chain_of_flows_is_priced_phase_after_phase():
 
 
 def test_an_allocation_that_is_not_max_min_is_caught(tmp_path, monkeypatch):
-    fair = transfers.max_min_rates
-    monkeypatch.setattr(transfers, "max_min_rates", lambda f, c: [r / 2 for r in fair(f, c)])
+    def halved(flows, capacity):
+        return [r / 2 for r in transfers.max_min_rates(flows, capacity)]
+
+    # The links' sharing rule, max-min by default, made to give half.
+    monkeypatch.setattr(transfers.ServerLinks.__init__, "__defaults__", (halved,))
     config = tiers_config(tmp_path, host_disk="1GiB/s", count=2, servers_per_host=2, ssd_a="[0]")
     with pytest.raises(InvariantError, match="below its cap"):
         simulate(config, [(0.0, "a", 512, 1)], check=True)
