@@ -1,0 +1,61 @@
+"""Published results, each in its paper's own setting, on thaw.
+
+    python benchmarks/reproduce.py --list
+    python benchmarks/reproduce.py NAME [--json] [--seeds N] [--out DIR]
+
+Each reproduction's parameters come from its paper (or the paper's artifact), written with
+their sources in configs/reproductions/; where neither says, the file says what thaw
+chose. A run prints thaw's figure, the mean over `--seeds` seeds with its bootstrap 95%
+interval, beside the paper's, and whether it reproduced it: the paper's direction and its
+figure within 30%. `--out DIR` writes the figure (DIR/NAME.png, shaped like the paper's)
+and the result (DIR/NAME.json). A benchmark: it exits 0 whatever the verdict.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from reproductions import REPRODUCTIONS
+from reproductions.verdict import judge
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", nargs="?", choices=sorted(REPRODUCTIONS), help="which one")
+    parser.add_argument("--list", action="store_true", help="name every reproduction")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds to run (default 5)")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--out", type=Path, help="a folder for the figure and the result")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, reproduction in sorted(REPRODUCTIONS.items()):
+            paper = reproduction.paper()
+            print(f"{name:<12} {paper['name']}: {paper['claim']} ({paper['value']:g})")
+        return 0
+    if args.name is None:
+        parser.error("name a reproduction, or --list")
+    if not 1 <= args.seeds <= 1000:
+        parser.error("--seeds: expected 1 to 1000")
+    reproduction = REPRODUCTIONS[args.name]
+    spec = reproduction.read()
+    per_seed, details = reproduction.run(spec, args.seeds)
+    verdict = judge(spec["paper"], per_seed)
+    result = verdict.as_dict() | {"name": args.name, "seeds": args.seeds, "details": details}
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        reproduction.figure(details, spec["paper"], args.out / f"{args.name}.png")
+        (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result))
+    else:
+        low, high = verdict.thaw_interval
+        print(f"{verdict.paper}: {verdict.claim}")
+        interval = f"[{low:.3f}, {high:.3f}]"
+        print(f"  paper {verdict.paper_value:.3f}   thaw {verdict.thaw_value:.3f} {interval}")
+        print(f"  reproduced: {'yes' if verdict.reproduced else 'no'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

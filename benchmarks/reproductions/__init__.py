@@ -1,0 +1,7 @@
+"""Reproductions of published results, each in its paper's own setting
+(`benchmarks/reproduce.py` runs them): a name, and the module that runs it."""
+
+from reproductions import medusa
+from reproductions.verdict import Reproduction
+
+REPRODUCTIONS: dict[str, Reproduction] = {"medusa": medusa.REPRODUCTION}

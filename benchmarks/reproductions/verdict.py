@@ -1,0 +1,73 @@
+"""What every reproduction reports: the paper's claim, thaw's figure over seeds with its
+bootstrap interval, and whether thaw reproduced it."""
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from analysis.stats import bootstrap_ci
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "reproductions"
+# Reproduced: the paper's direction, and its headline figure within this share of it
+# (a 53% reduction reproduced as 37-69%).
+TOLERANCE = 0.3
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """One paper's experiment: `run(seeds)` gives thaw's figure per seed and the details
+    to print and plot; `figure(details, paper, path)` draws it shaped like the paper's."""
+
+    spec: str  # configs/reproductions/SPEC.toml: the claim and the workload, with sources
+    run: Callable[[dict, int], tuple[list[float], dict]]
+    figure: Callable[[dict, dict, Path], None]
+
+    def paper(self) -> dict:
+        """The spec's [paper] table (name, reference, claim, value, the figure's cells)."""
+        return self.read()["paper"]
+
+    def read(self) -> dict:
+        with (CONFIGS / f"{self.spec}.toml").open("rb") as f:
+            return tomllib.load(f)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    paper: str
+    claim: str
+    paper_value: float
+    thaw_value: float
+    thaw_interval: tuple[float, float]
+    reproduced: bool
+    per_seed: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "paper": self.paper,
+            "claim": self.claim,
+            "paper_value": self.paper_value,
+            "thaw_value": self.thaw_value,
+            "thaw_interval": list(self.thaw_interval),
+            "reproduced": self.reproduced,
+            "per_seed": self.per_seed,
+        }
+
+
+def judge(paper: dict, per_seed: list[float]) -> Verdict:
+    """thaw's mean over seeds beside the paper's value: reproduced when it points the
+    same way and lies within `TOLERANCE` of it."""
+    mean, low, high = bootstrap_ci(per_seed)
+    value = float(paper["value"])
+    same_way = np.sign(mean) == np.sign(value)
+    return Verdict(
+        paper=paper["name"],
+        claim=paper["claim"],
+        paper_value=value,
+        thaw_value=float(mean),
+        thaw_interval=(float(low), float(high)),
+        reproduced=bool(same_way and abs(mean / value - 1) <= TOLERANCE),
+        per_seed=[float(x) for x in per_seed],
+    )

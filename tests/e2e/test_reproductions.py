@@ -1,0 +1,41 @@
+"""benchmarks/reproduce.py end to end: the list, one reproduction's JSON verdict, its
+figure and result files, and a name it does not know refused."""
+
+import json
+import subprocess
+import sys
+
+SCRIPT = ["benchmarks/reproduce.py"]
+
+
+def _run(repo_root, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *SCRIPT, *args], cwd=repo_root, capture_output=True, text=True
+    )
+
+
+def test_the_list_names_each_reproduction_with_its_paper(repo_root):
+    listed = _run(repo_root, "--list")
+    assert listed.returncode == 0
+    assert listed.stdout.startswith("medusa ") and "Medusa (ASPLOS '25)" in listed.stdout
+
+
+def test_medusa_gives_a_verdict_a_figure_and_its_cells(repo_root, tmp_path):
+    done = _run(repo_root, "medusa", "--seeds", "2", "--json", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["paper_value"] == 0.53 and result["seeds"] == 2
+    assert len(result["per_seed"]) == 2 and isinstance(result["reproduced"], bool)
+    low, high = result["thaw_interval"]
+    assert low <= result["thaw_value"] <= high
+    # Medusa's loading phase is shorter in every cell, so its P99 TTFT is never longer.
+    for cell in result["details"]["p99_ttft_s"].values():
+        assert all(m <= v for m, v in zip(cell["medusa"], cell["vllm"], strict=True))
+    assert (tmp_path / "medusa.png").stat().st_size > 0
+    assert json.loads((tmp_path / "medusa.json").read_text()) == result
+
+
+def test_an_unknown_name_is_refused_in_one_line(repo_root):
+    refused = _run(repo_root, "nosuch")
+    assert refused.returncode == 2 and "invalid choice" in refused.stderr
+    assert "Traceback" not in refused.stderr
