@@ -19,9 +19,10 @@ time, its ratio to the start-up alone, its median CPU-seconds (its own clock) an
 involuntary context switches (how often the kernel took its core away), and the other
 process's CPU rate in cores (for `load`: the machine's steal time, in cores, which a
 virtual machine's host takes). A start-up that takes longer with the same CPU-seconds and
-many more involuntary switches waited for a core; the simulator's host cores serve the
-loads' CPU work first (docs/model.md, "A load's CPU"). A benchmark: it prints figures and
-never fails on time; other work on the machine moves them.
+many more involuntary switches waited for a core; the simulator shares a host's cores
+between start-ups and loads in proportion to what each asks (docs/model.md, "A load's
+CPU"). A benchmark: it prints figures and never fails on time; other work on the machine
+moves them.
 """
 
 import argparse
