@@ -158,7 +158,7 @@ def _stretches(measurements: dict[str, Measurement], derived: dict[str, float]) 
     ]
     if BESIDE_LOAD in measurements and "load_cpu_s_per_byte" in derived:
         load = derived["load_cpu_s_per_byte"] * derived["ssd_read_bytes_per_s"]
-        stretches.append(Stretch(measurements[BESIDE_LOAD].median, loads=(load,)))
+        stretches.append(Stretch(measurements[BESIDE_LOAD].median, (load,)))
     return stretches
 
 

@@ -29,17 +29,16 @@ STEP = 0.01
 
 @dataclass(frozen=True)
 class Stretch:
-    """A start-up's median wall time, `wall_s`, beside other start-ups' CPU flows capped
-    at `beside` cores and loads' CPU work capped at `loads` cores."""
+    """A start-up's median wall time, `wall_s`, beside CPU flows capped at `beside` cores
+    (another start-up's one core, a load's CPU work at its pace)."""
 
     wall_s: float
-    beside: tuple[float, ...] = ()
-    loads: tuple[float, ...] = ()
+    beside: tuple[float, ...]
 
 
 def at_once(k: int, wall_s: float) -> Stretch:
     """Each of `k` start-ups begun together took `wall_s`: each met k - 1 others."""
-    return Stretch(wall_s, beside=(1.0,) * (k - 1))
+    return Stretch(wall_s, (1.0,) * (k - 1))
 
 
 def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most: int) -> float:
@@ -48,22 +47,17 @@ def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most:
     fixed = alone_s - cpu_s
 
     def error(cores: float) -> float:
-        return sum((s.wall_s - fixed - _cpu_wall(cpu_s, cores, s)) ** 2 for s in stretches)
+        return sum((s.wall_s - fixed - cpu_s / _share(cores, s.beside)) ** 2 for s in stretches)
 
-    top = max(1 + sum(s.beside) + sum(s.loads) for s in stretches)  # beyond: no stretch
+    top = max(1 + sum(s.beside) for s in stretches)  # beyond it, nothing stretches
     grid = [round(1 + i * STEP, 2) for i in range(math.floor(round((top - 1) / STEP, 6)) + 1)]
     # Ties (no stretch beyond some c) go to the most cores, rounded so noise cannot split them.
     best = min(grid, key=lambda c: (round(error(c), 12), -c))
     return float(max(most, top)) if best == grid[-1] else best
 
 
-def _cpu_wall(cpu_s: float, cores: float, stretch: Stretch) -> float:
-    """The wall time of a start-up's CPU part beside `stretch`'s flows."""
-    return cpu_s / _share(cores, stretch)
-
-
-def _share(cores: float, stretch: Stretch) -> float:
-    """The cores a start-up (capped at one) gets beside the flows of `stretch`, as the
+def _share(cores: float, beside: tuple[float, ...]) -> float:
+    """The cores a start-up (capped at one) gets beside flows capped at `beside`, as the
     simulator's host cores share them."""
-    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in (*stretch.beside, *stretch.loads)]
+    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in beside]
     return proportional_rates(flows, {CORES[0]: cores})[0]

@@ -1,9 +1,12 @@
-"""Max-min fair rates for flows over shared links, by progressive filling.
+"""How flows over shared links divide them: max-min fairly, by progressive filling (the
+loads on a server's links), or in proportion to their caps (the CPU flows on a host's
+cores: `sim.model.loading` says why).
 
 Each flow crosses some shared links and has its own cap (the dedicated links on its path,
-here the PCIe lanes of the GPUs it loads into). All unfrozen flows rise together; a flow
-freezes when it reaches its cap or when a link it crosses saturates. This is the fluid
-model network simulators use: the result depends only on the set of flows, not on order.
+here the PCIe lanes of the GPUs it loads into). Under max-min all unfrozen flows rise
+together; a flow freezes when it reaches its cap or when a link it crosses saturates.
+This is the fluid model network simulators use: the result depends only on the set of
+flows, not on order.
 """
 
 from collections.abc import Hashable, Mapping, Sequence

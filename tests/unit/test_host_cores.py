@@ -43,17 +43,17 @@ def test_a_start_up_beside_a_load_shares_the_cores_in_proportion_to_the_caps():
     # fixed = 0, cpu = 1. Beside a load capped at 0.9 cores, 1.9 cores are asked: on
     # c = 1.7 each flow gets 1.7/1.9 of its cap, the start-up 0.895 cores: 1.118 s. On
     # c = 1.5: 1.267 s.
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.7, loads=(0.9,))], 8) == 1.7
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.5, loads=(0.9,))], 8) == 1.5
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.7, (0.9,))], 8) == 1.7
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.9 / 1.5, (0.9,))], 8) == 1.5
     # A load capped at 0.4 on c = 1.2: 1.4/1.2 = 1.167 s; from c = 1.4 up the start-up has
     # its whole core (1.0 s).
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.4 / 1.2, loads=(0.4,))], 8) == 1.2
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.4 / 1.2, (0.4,))], 8) == 1.2
 
 
-def test_a_load_asking_one_core_slows_a_start_up_as_another_start_up_does():
-    # On c = 1.6 beside one flow capped at one core, a start-up gets 0.8: 1.25 s.
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, beside=(1.0,))], 8) == 1.6
-    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, loads=(1.0,))], 8) == 1.6
+def test_a_flow_asking_one_core_slows_a_start_up_as_another_start_up_does():
+    # On c = 1.6 beside one flow capped at one core (a load's or a start-up's alike), a
+    # start-up gets 0.8: 1.25 s.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.25, (1.0,))], 8) == 1.6
 
 
 def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
@@ -62,5 +62,5 @@ def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
     # core (0.8 + 1 <= 1.9) and take 1.0 s, on c = 1.44 1.8/1.44 = 1.25 s. The least
     # squares of both lie between (1.74).
     alone = fit_host_cores(1.0, 1.0, together(x2=2 / 1.9), 8)
-    both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, loads=(0.8,))], 8)
+    both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, (0.8,))], 8)
     assert alone == 1.9 and 1.6 < both < 1.9
