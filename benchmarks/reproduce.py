@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for name, reproduction in sorted(REPRODUCTIONS.items()):
             paper = reproduction.paper()
-            print(f"{name:<12} {paper['name']}: {paper['claim']} ({paper['value']:g})")
+            print(f"{name:<14} {paper['name']}: {paper['claim']} ({_figure(paper['value'])})")
         return 0
     if args.name is None:
         parser.error("name a reproduction, or --list")
@@ -52,9 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         low, high = verdict.thaw_interval
         print(f"{verdict.paper}: {verdict.claim}")
         interval = f"[{low:.3f}, {high:.3f}]"
-        print(f"  paper {verdict.paper_value:.3f}   thaw {verdict.thaw_value:.3f} {interval}")
+        print(f"  paper {_figure(verdict.paper_value)}   thaw {verdict.thaw_value:.3f} {interval}")
         print(f"  reproduced: {'yes' if verdict.reproduced else 'no'}")
     return 0
+
+
+def _figure(value: float | list[float]) -> str:
+    """A paper's figure, or its range."""
+    return "-".join(f"{v:.3g}" for v in value) if isinstance(value, list) else f"{value:.3g}"
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Reproductions of published results, each in its paper's own setting
 (`benchmarks/reproduce.py` runs them): a name, and the module that runs it."""
 
-from reproductions import medusa
+from reproductions import medusa, serverlessllm
 from reproductions.verdict import Reproduction
 
-REPRODUCTIONS: dict[str, Reproduction] = {"medusa": medusa.REPRODUCTION}
+REPRODUCTIONS: dict[str, Reproduction] = {
+    "medusa": medusa.REPRODUCTION,
+    "serverlessllm": serverlessllm.REPRODUCTION,
+}

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = ["benchmarks/reproduce.py"]
 
 
@@ -18,6 +20,8 @@ def test_the_list_names_each_reproduction_with_its_paper(repo_root):
     listed = _run(repo_root, "--list")
     assert listed.returncode == 0
     assert listed.stdout.startswith("medusa ") and "Medusa (ASPLOS '25)" in listed.stdout
+    assert "serverlessllm  ServerlessLLM (OSDI '24)" in listed.stdout
+    assert "(1.27-1.95)" in listed.stdout  # a range the paper states is printed as one
 
 
 def test_medusa_gives_a_verdict_a_figure_and_its_cells(repo_root, tmp_path):
@@ -33,6 +37,23 @@ def test_medusa_gives_a_verdict_a_figure_and_its_cells(repo_root, tmp_path):
         assert all(m <= v for m, v in zip(cell["medusa"], cell["vllm"], strict=True))
     assert (tmp_path / "medusa.png").stat().st_size > 0
     assert json.loads((tmp_path / "medusa.json").read_text()) == result
+
+
+@pytest.mark.slow
+def test_serverlessllm_judges_its_ratio_against_the_papers_range(repo_root, tmp_path):
+    done = _run(repo_root, "serverlessllm", "--seeds", "2", "--json", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["paper_value"] == [1.27, 1.95]
+    cells = result["details"]["p99_ttft_s"]
+    assert len(cells) == 2 * 4 and all(len(c) == 5 for c in cells.values())
+    headline = cells["gsm8k-like@1.4"]
+    pairs = zip(headline["preemption"], headline["startup-aware"], strict=True)
+    expected = [b / s for b, s in pairs]
+    assert result["per_seed"] == pytest.approx(expected)
+    low, high = 1.27 * 0.7, 1.95 * 1.3
+    assert result["reproduced"] == (low <= result["thaw_value"] <= high)
+    assert (tmp_path / "serverlessllm.png").stat().st_size > 0
 
 
 def test_an_unknown_name_is_refused_in_one_line(repo_root):

@@ -1,0 +1,38 @@
+"""The reproductions' verdict: the paper's direction, and its figure (or the nearer end of
+its range) within 30%."""
+
+import pytest
+
+
+@pytest.fixture
+def judge(repo_root, monkeypatch):
+    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
+    from reproductions.verdict import judge
+
+    return judge
+
+
+def _paper(value) -> dict:
+    return {"name": "P", "claim": "c", "value": value}
+
+
+@pytest.mark.parametrize(
+    ("value", "per_seed", "reproduced"),
+    [
+        (0.53, [0.38, 0.38], True),  # 0.371 is the bound
+        (0.53, [0.36, 0.36], False),
+        (0.53, [0.68, 0.68], True),
+        (0.53, [0.70, 0.70], False),
+        (-0.5, [-0.36, -0.36], True),  # a negative figure widens the other way
+        (-0.5, [-0.34, -0.34], False),
+        (-0.5, [0.5, 0.5], False),  # the other direction
+        ([1.27, 1.95], [0.9, 0.9], True),  # within 30% of the lower end
+        ([1.27, 1.95], [0.88, 0.88], False),
+        ([1.27, 1.95], [2.5, 2.5], True),  # within 30% of the upper end
+        ([1.27, 1.95], [2.6, 2.6], False),
+    ],
+)
+def test_a_figure_is_reproduced_within_30_percent_of_the_papers(judge, value, per_seed, reproduced):
+    verdict = judge(_paper(value), per_seed)
+    assert verdict.reproduced is reproduced
+    assert verdict.paper_value == value and verdict.thaw_value == pytest.approx(per_seed[0])
