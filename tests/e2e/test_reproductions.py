@@ -56,6 +56,21 @@ def test_serverlessllm_judges_its_ratio_against_the_papers_range(repo_root, tmp_
     assert (tmp_path / "serverlessllm.png").stat().st_size > 0
 
 
+def test_vllm_sleep_times_wakes_not_cold_starts(repo_root):
+    done = _run(repo_root, "vllm-sleep", "--seeds", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    wakes = {k: v[0] for k, v in result["details"]["wake_s"].items()}
+    # Level 1 copies the weights over each GPU's own PCIe lanes at 25 GB/s; level 2
+    # reloads them from the DRAM cache the cold start filled, over the same lanes.
+    gb = {"qwen3-0.6b": 1.2, "phi-3-vision": 8.4, "qwen3-30b-a3b": 61.0}
+    for model, size in gb.items():
+        assert wakes[f"{model}-l1"] == pytest.approx(size / 25)
+    assert wakes["qwen3-235b-a22b-fp8-l1"] == pytest.approx(235 / (4 * 25))
+    assert wakes["phi-3-vision-l2"] == pytest.approx(8.4 / 25)
+    assert result["thaw_value"] == pytest.approx(1.0)  # the same lanes, the same bytes
+
+
 def test_an_unknown_name_is_refused_in_one_line(repo_root):
     refused = _run(repo_root, "nosuch")
     assert refused.returncode == 2 and "invalid choice" in refused.stderr
