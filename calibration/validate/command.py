@@ -33,6 +33,7 @@ import pandas as pd
 import traces
 from calibration.remote.running import running_store
 from calibration.validate import devices
+from calibration.validate.beside import runtime_start_beside
 from calibration.validate.compare import (
     PERCENTILES,
     errors,
@@ -229,6 +230,9 @@ def _validate_policy(
         "loads_by_tier_real": loads_by_tier_real(records),
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
+        "runtime_start_beside": runtime_start_beside(
+            records.instances_frame(), sim_instances, predicted.get("warmup_s", 0.0)
+        ),
     }
     return result, files, after
 

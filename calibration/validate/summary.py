@@ -12,6 +12,7 @@ how far its real replays part (`replay_spread`): the real side's own noise.
 
 import numpy as np
 
+from calibration.validate.beside import company_order
 from calibration.validate.compare import PERCENTILES, errors
 from calibration.validate.loads import TIERS
 from calibration.validate.stages import STAGES
@@ -57,7 +58,23 @@ def summarize(repeats: list[dict]) -> dict:
             for tier in TIERS
         }
     out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
+    out["runtime_start_beside"] = beside_over_repeats([r["runtime_start_beside"] for r in repeats])
     return out | replay_spread(repeats)
+
+
+def beside_over_repeats(runs: list[dict]) -> dict[str, dict[str, float | int | None]]:
+    """Per company, the start-ups counted over the repeats and each side's median over
+    the repeats' medians (a repeat without such start-ups on a side leaves it out)."""
+    labels = sorted({label for run in runs for label in run}, key=company_order)
+    out = {}
+    for label in labels:
+        rows = [run[label] for run in runs if label in run]
+        out[label] = {}
+        for side in ("real", "sim"):
+            medians = [row[f"{side}_s"] for row in rows if row[f"{side}_s"] is not None]
+            out[label][f"{side}_n"] = sum(row[f"{side}_n"] for row in rows)
+            out[label][f"{side}_s"] = _or_none(_median(medians)) if medians else None
+    return out
 
 
 def replay_spread(runs: list[dict]) -> dict[str, float | None]:

@@ -265,6 +265,8 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
                 tier: {"loads": n, "median_s": s} for tier, (n, s) in tiers.items()
             }
         out["load_share_real"] = 0.5 + error
+        alone = {"real_n": 2, "real_s": 1.0 + error, "sim_n": 1, "sim_s": 1.0}
+        out["runtime_start_beside"] = {"alone": alone}
         return out
 
     summary = summarize([run(-0.2), run(0.1), run(0.05)])
@@ -279,6 +281,9 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert loads["ssd"] == {"loads": 6, "median_s": 1.05}  # summed; median of the medians
     assert loads["remote"] == {"loads": 0, "median_s": None}
     assert summary["load_share_real"] == 0.55
+    assert summary["runtime_start_beside"]["alone"] == {
+        "real_n": 6, "real_s": 1.05, "sim_n": 3, "sim_s": 1.0,
+    }  # fmt: skip
     assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
     assert summary["ttft_p50_replay_spread"] is None  # no trace replayed twice
 

@@ -66,6 +66,10 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
                     assert loads[tier]["median_s"] > 0
         real_instances = result["runs"][0]["real"]["instances"]
         assert sum(v["loads"] for v in result["loads_by_tier_real"].values()) == real_instances
+        beside = result["runs"][0]["runtime_start_beside"]
+        assert sum(v["real_n"] for v in beside.values()) == real_instances
+        loaded_sim = sum(v["loads"] for v in result["loads_by_tier_sim"].values())
+        assert sum(v["sim_n"] for v in beside.values()) == loaded_sim
         assert 0 < result["load_share_real"] < 1
         for q in (50, 90, 99):
             assert math.isfinite(result[f"ttft_p{q}_rel_error"])

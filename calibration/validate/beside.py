@@ -1,0 +1,96 @@
+"""An instance's runtime start-up by what ran beside it, real against simulated.
+
+On one host every start-up shares the cores with the others and with the loads' and
+downloads' CPU work, and the simulator shares them by a rule fitted on probes
+(`calibration.measure.host_cores`). Where that rule falls short, the TTFT errors say
+only that the simulator is optimistic; grouping the start-ups by the work they overlapped
+says under which company it is. Each side is grouped on its own timeline: a start-up
+(spawn to torch imported; the simulator's start-up less its load and warm-up) is beside
+another start-up, a load from SSD (a remote load's part after its download) or a
+download when their spans overlap. Loads from DRAM are too short to count.
+"""
+
+import numpy as np
+import pandas as pd
+
+from thaw_kernel.tiers import Tier
+
+KINDS = ("start-up", "load", "download")
+ALONE = "alone"
+
+
+def runtime_start_beside(
+    real: pd.DataFrame, sim: pd.DataFrame, warmup_s: float
+) -> dict[str, dict[str, float | int | None]]:
+    """Per company (`alone`, or the kinds beside it joined by "+"), the real and simulated
+    start-ups' count and median: `real` is the replay's instances (`Records.instances_frame`),
+    `sim` the simulator's instance log."""
+    real_groups = _grouped(*_real_spans(real))
+    sim_groups = _grouped(*_sim_spans(sim, warmup_s))
+    out = {}
+    for label in sorted(set(real_groups) | set(sim_groups), key=company_order):
+        r, s = real_groups.get(label, []), sim_groups.get(label, [])
+        out[label] = {
+            "real_n": len(r),
+            "real_s": float(np.median(r)) if r else None,
+            "sim_n": len(s),
+            "sim_s": float(np.median(s)) if s else None,
+        }
+    return out
+
+
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _real_spans(rows: pd.DataFrame) -> Spans:
+    """(spawned, started, downloaded, loaded, tier): a download ends where it was stamped;
+    a load that downloaded nothing "downloaded" at its start."""
+    started = rows["started"].to_numpy(dtype=float)
+    downloaded = rows["downloaded"].to_numpy(dtype=float)
+    downloaded = np.where(np.isnan(downloaded), started, downloaded)
+    spawned = rows["spawned"].to_numpy(dtype=float)
+    return spawned, started, downloaded, rows["loaded"].to_numpy(dtype=float), _tiers(rows)
+
+
+def _sim_spans(log: pd.DataFrame, warmup_s: float) -> Spans:
+    """The same spans from the simulator's instance log: the runtime is the start-up
+    less the load and the warm-up, the load follows it, the download opens the load."""
+    loaded = log[~log["asleep"]].dropna(subset=["ready_s", "load_s"])
+    spawned = loaded["allocated_s"].to_numpy(dtype=float)
+    load = loaded["load_s"].to_numpy(dtype=float)
+    started = loaded["ready_s"].to_numpy(dtype=float) - load - warmup_s
+    download = np.nan_to_num(loaded["download_s"].to_numpy(dtype=float))
+    return spawned, started, started + download, started + load, _tiers(loaded)
+
+
+def _tiers(rows: pd.DataFrame) -> np.ndarray:
+    return rows["tier"].astype(str).to_numpy()
+
+
+def _grouped(
+    spawned: np.ndarray,
+    started: np.ndarray,
+    downloaded: np.ndarray,
+    loaded: np.ndarray,
+    tier: np.ndarray,
+) -> dict[str, list[float]]:
+    """Each start-up's runtime under the label of the company it kept."""
+    from_disk = (tier == Tier.SSD) | (tier == Tier.REMOTE)
+    disk_from = np.where(tier == Tier.REMOTE, downloaded, started)
+    groups: dict[str, list[float]] = {}
+    for i in np.flatnonzero(np.isfinite(started) & np.isfinite(spawned)):
+        a, b = spawned[i], started[i]
+        others = np.arange(len(spawned)) != i
+        company = (
+            others & (spawned < b) & (started > a),
+            others & from_disk & (disk_from < b) & (loaded > a) & (loaded > disk_from),
+            others & (tier == Tier.REMOTE) & (started < b) & (downloaded > a),
+        )
+        kinds = [kind for kind, near in zip(KINDS, company, strict=True) if near.any()]
+        groups.setdefault("+".join(kinds) or ALONE, []).append(float(b - a))
+    return groups
+
+
+def company_order(label: str) -> tuple[int, str]:
+    """Alone first, then by how many kinds kept it company."""
+    return (0 if label == ALONE else label.count("+") + 1, label)
