@@ -1,7 +1,8 @@
 """What slows an instance's start-up on a small host: another process's CPU, its memory
 traffic, or a checkpoint load?
 
-    python benchmarks/startup_beside.py --dir DIR [--size 1GB] [--runs 6] [--json]
+    python benchmarks/startup_beside.py --dir DIR [--size 1GB] [--runs 6]
+        [--remote-rate 300MB/s] [--json]
 
 Times `calibration.measure`'s start-up probe (a fresh process importing torch, from its
 spawn to its word that it is ready) alone and beside one other process of each kind:
@@ -12,7 +13,11 @@ spawn to its word that it is ready) alone and beside one other process of each k
   (page faults, as a load into fresh memory takes);
 - `load`: `calibration.measure`'s disk reader loading a cold copy of a `--size`
   checkpoint written in DIR again and again (evicted before each load), as
-  `instance_startup_beside_load` does.
+  `instance_startup_beside_load` does;
+- `download`: the real client downloading that checkpoint again and again through the
+  store (`calibration.remote`) paced at `--remote-rate`, into an O_DIRECT file in DIR,
+  as a replay's cold start from the remote tier does (the other column: the client's
+  and the store's cores).
 
 The kinds take turns, `--runs` rounds. For each kind it prints the start-up's median wall
 time, its ratio to the start-up alone, its median CPU-seconds (its own clock) and
@@ -42,7 +47,8 @@ from calibration.checkpoint.reader import buffer_bytes
 from calibration.measure.disk_readers import Readers, write_copies
 from calibration.measure.startup_probe import loading, spawn, time_to_ready
 from calibration.measure.synthetic import llama_shapes, random_bf16
-from thaw_kernel.units import parse_size
+from calibration.remote.running import RunningStore, running_store
+from thaw_kernel.units import parse_bandwidth, parse_size
 
 OTHERS = {
     "spin": "x = 0\nwhile True:\n    x = (x * 1103515245 + 12345) & 0xFFFFFFFF\n",
@@ -64,11 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True, help="where the checkpoint goes")
     parser.add_argument("--size", default="1GB", help="the loaded checkpoint's size")
     parser.add_argument("--runs", type=int, default=6, help="rounds of every kind")
+    parser.add_argument("--remote-rate", default="300MB/s", help="the store's pace")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(dir=args.dir, prefix="startup-beside-"))
     try:
-        results = _measure(work, parse_size(args.size), args.runs)
+        rate = parse_bandwidth(args.remote_rate)
+        results = _measure(work, parse_size(args.size), args.runs, rate)
     finally:
         shutil.rmtree(work)
     if args.json:
@@ -78,18 +86,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(work: Path, size: int, runs: int) -> dict:
+def _measure(work: Path, size: int, runs: int, rate: float) -> dict:
     checkpoint = write_copies(work, random_bf16(llama_shapes(size)), count=1)[0]
     samples: dict[str, list[tuple[float, float, int, float]]] = {
-        kind: [] for kind in ("alone", *OTHERS, "load")
+        kind: [] for kind in ("alone", *OTHERS, "load", "download")
     }
     _timed(lambda: None)  # the first start-up may read torch from disk: not counted
-    with Readers(1, buffer_bytes(checkpoint)) as reader:
+    with Readers(1, buffer_bytes(checkpoint)) as reader, running_store(work, rate) as store:
         for _ in range(runs):
             samples["alone"].append(_timed(lambda: None))
             for kind, code in OTHERS.items():
                 samples[kind].append(_beside_process(code))
             samples["load"].append(_beside_load(reader, checkpoint))
+            samples["download"].append(_beside_download(store, checkpoint, work))
     alone = statistics.median(s[0] for s in samples["alone"])
     return {
         kind: {
@@ -130,6 +139,30 @@ def _beside_load(reader: Readers, checkpoint: Path) -> tuple[float, float, int, 
     with loading(reader, checkpoint):
         steal, at = _steal_s(), time.monotonic()
         return _timed(lambda: (_steal_s() - steal) / (time.monotonic() - at))
+
+
+def _beside_download(
+    store: RunningStore, checkpoint: Path, work: Path
+) -> tuple[float, float, int, float]:
+    """A start-up beside a process downloading `checkpoint` through `store` again and
+    again, and the client's and the store's cores meanwhile."""
+    code = (
+        "import shutil, sys\nfrom pathlib import Path\n"
+        "from calibration.remote.client import download\n"
+        "dest = Path(sys.argv[3])\nwhile True:\n"
+        "    download(sys.argv[1], 0, sys.argv[2], dest)\n    shutil.rmtree(dest)\n"
+    )
+    dest = work / "downloaded"
+    args = [sys.executable, "-c", code, store.url, checkpoint.name, str(dest)]
+    other = subprocess.Popen(args)
+    try:
+        time.sleep(SETTLE_S)
+        cpu, at = _cpu_s(other.pid) + store.cpu_s(), time.monotonic()
+        return _timed(lambda: (_cpu_s(other.pid) + store.cpu_s() - cpu) / (time.monotonic() - at))
+    finally:
+        other.kill()
+        other.wait()
+        shutil.rmtree(dest, ignore_errors=True)
 
 
 def _cpu_s(pid: int) -> float:
