@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-KINDS = ["alone", "spin", "copy", "fault", "load"]
+KINDS = ["alone", "spin", "copy", "fault", "load", "download"]
 
 
 @pytest.mark.slow
@@ -28,4 +28,5 @@ def test_every_kind_is_timed_and_nothing_is_left(repo_root, tmp_path):
         assert row["wall_s"] > 0 and row["cpu_s"] > 0 and len(row["walls_s"]) == 1
         assert row["involuntary_switches"] >= 0
     assert results["spin"]["other_cores"] > 0.1  # the loop ran beside the start-up
+    assert results["download"]["other_cores"] > 0  # the client and the store worked
     assert list(tmp_path.iterdir()) == []
