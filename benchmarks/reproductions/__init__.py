@@ -1,11 +1,12 @@
 """Reproductions of published results, each in its paper's own setting
 (`benchmarks/reproduce.py` runs them): a name, and the module that runs it."""
 
-from reproductions import medusa, serverlessllm, vllm_sleep
+from reproductions import medusa, serverlessllm, shahrad, vllm_sleep
 from reproductions.verdict import Reproduction
 
 REPRODUCTIONS: dict[str, Reproduction] = {
     "medusa": medusa.REPRODUCTION,
     "serverlessllm": serverlessllm.REPRODUCTION,
+    "shahrad": shahrad.REPRODUCTION,
     "vllm-sleep": vllm_sleep.REPRODUCTION,
 }

@@ -38,7 +38,7 @@ class Reproduction:
 class Verdict:
     paper: str
     claim: str
-    paper_value: float | list[float]  # a figure, or a [low, high] range the paper states
+    paper_value: float | list[float] | None  # a figure, a [low, high] range, or none given
     thaw_value: float
     thaw_interval: tuple[float, float]
     reproduced: bool
@@ -58,20 +58,30 @@ class Verdict:
 
 def judge(paper: dict, per_seed: list[float]) -> Verdict:
     """thaw's mean over seeds beside the paper's value: reproduced when it points the
-    same way and lies within `TOLERANCE` of it (of the nearer end, for a range)."""
+    same way and lies within `TOLERANCE` of it (of the nearer end, for a range). A paper
+    that states a direction and no figure (`below` instead of `value`) is reproduced
+    when thaw's mean lies below that bound."""
     mean, low, high = bootstrap_ci(per_seed)
-    value = paper["value"]
+    if "value" in paper:
+        value, reproduced = _against_figure(paper["value"], mean)
+    else:
+        value, reproduced = None, bool(mean < float(paper["below"]))
+    return Verdict(
+        paper=paper["name"],
+        claim=paper["claim"],
+        paper_value=value,
+        thaw_value=float(mean),
+        thaw_interval=(float(low), float(high)),
+        reproduced=reproduced,
+        per_seed=[float(x) for x in per_seed],
+    )
+
+
+def _against_figure(value: float | list[float], mean: float) -> tuple[float | list[float], bool]:
+    """The paper's figure as reported, and whether `mean` reproduces it."""
     bounds = [float(v) for v in value] if isinstance(value, list) else [float(value)] * 2
     same_way = all(np.sign(mean) == np.sign(b) for b in bounds)
     within = bounds[0] * (1 - TOLERANCE) <= mean <= bounds[1] * (1 + TOLERANCE)
     if bounds[0] < 0:  # a negative figure: the tolerance widens it the other way
         within = bounds[0] * (1 + TOLERANCE) <= mean <= bounds[1] * (1 - TOLERANCE)
-    return Verdict(
-        paper=paper["name"],
-        claim=paper["claim"],
-        paper_value=bounds if isinstance(value, list) else bounds[0],
-        thaw_value=float(mean),
-        thaw_interval=(float(low), float(high)),
-        reproduced=bool(same_way and within),
-        per_seed=[float(x) for x in per_seed],
-    )
+    return (bounds if isinstance(value, list) else bounds[0]), bool(same_way and within)

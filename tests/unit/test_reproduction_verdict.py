@@ -36,3 +36,10 @@ def test_a_figure_is_reproduced_within_30_percent_of_the_papers(judge, value, pe
     verdict = judge(_paper(value), per_seed)
     assert verdict.reproduced is reproduced
     assert verdict.paper_value == value and verdict.thaw_value == pytest.approx(per_seed[0])
+
+
+def test_a_direction_without_a_figure_is_reproduced_below_its_bound(judge):
+    paper = {"name": "P", "claim": "c", "below": 1.0}
+    assert judge(paper, [0.5, 0.7]).reproduced is True
+    assert judge(paper, [1.0, 1.0]).reproduced is False
+    assert judge(paper, [0.5, 0.7]).paper_value is None
