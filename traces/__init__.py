@@ -28,7 +28,7 @@ from traces.functions_2019 import read_functions_2019
 from traces.functions_2021 import COLUMNS as FUNCTIONS_2021_COLUMNS
 from traces.functions_2021 import read_functions_2021
 from traces.labels import categorical
-from traces.mapping import function_models
+from traces.mapping import FUNCTION_APPS, function_models
 from traces.options import Options
 from traces.popularity import assign_models
 from traces.processed import COLUMNS as PROCESSED_COLUMNS
@@ -160,10 +160,17 @@ def read(
     if late:  # a sort copies every column: skipped for the usual, sorted file
         frame = frame.sort_values("arrival_s", kind="stable", ignore_index=True)
     late = late if FORMATS[name].in_time_order else None
+    apps = notes.pop(FUNCTION_APPS, None)
+    if apps is not None:
+        notes["apps"] = int(apps.max()) + 1 if len(apps) else 0
     if "function" in frame:
-        codes = function_models(
-            frame.pop("function").to_numpy(), notes["functions"], len(models), options.mapping
-        )
+        if options.mapping == "app" and notes["apps"] > len(models):
+            raise TraceError(
+                f"{path}: --mapping app: {notes['apps']} applications, but the catalog has "
+                f"{len(models)} models (one each is needed)"
+            )
+        function = frame.pop("function").to_numpy()
+        codes = function_models(function, notes["functions"], len(models), options.mapping, apps)
         frame.insert(1, "model", categorical(codes, models))
     elif not named:
         frame.insert(1, "model", assign_models(len(frame), models, zipf_exponent, rng))

@@ -25,6 +25,7 @@ from thaw_kernel import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, check_text, header, read_columns
 from traces.errors import TraceError, line_of
+from traces.mapping import FUNCTION_APPS
 from traces.options import Options
 from traces.placement import MINUTE_S, place
 
@@ -92,6 +93,8 @@ def read_functions_2019(path: Path, options: Options, rng: np.random.Generator) 
     functions = pd.DataFrame({k: table[k].to_numpy(zero_copy_only=False) for k in KEYS[:3]})
     functions["invocations"] = raw.sum(axis=1, dtype=np.int64)
     frame.attrs["functions"] = len(functions)
+    apps = functions.groupby(["HashOwner", "HashApp"], sort=False).ngroup()
+    frame.attrs[FUNCTION_APPS] = apps.to_numpy(dtype=np.int64)
     if options.durations is not None:
         frame.attrs.update(_durations(options.durations, functions))
     if options.memory is not None:

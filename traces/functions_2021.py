@@ -16,6 +16,7 @@ import pyarrow as pa
 from thaw_kernel import bounds
 from traces.columns import numbers
 from traces.csv_file import Column, read_columns
+from traces.mapping import FUNCTION_APPS
 from traces.options import Options
 
 COLUMNS = ["app", "func", "end_timestamp", "duration"]
@@ -49,4 +50,10 @@ def read_functions_2021(path: Path, options: Options, rng: np.random.Generator) 
     order[np.argsort(first, kind="stable")] = np.arange(len(first))
     frame = pd.DataFrame({"arrival_s": arrival - arrival.min(), "function": order[inverse]})
     frame.attrs["functions"] = len(first)
+    # Each function's app, the apps numbered in order of first appearance as functions are.
+    first_app = app[first[np.argsort(order)]]
+    _, app_first, app_of = np.unique(first_app, return_index=True, return_inverse=True)
+    app_order = np.empty(len(app_first), dtype=np.int64)
+    app_order[np.argsort(app_first, kind="stable")] = np.arange(len(app_first))
+    frame.attrs[FUNCTION_APPS] = app_order[app_of]
     return frame

@@ -92,6 +92,25 @@ def test_functions_2019_minute_columns_are_matched_by_name_not_position():
     assert (frame["model"].iloc[:3] == "m0").all()  # f1 -> m0 under stripe
 
 
+def test_app_mapping_gives_each_application_its_model_busiest_first():
+    # o1/a1 (f1: 4 calls, f2: 2) and o2/a2 (f3: 5 calls): a1 is busier, so m0.
+    frame = read("azure-functions-2019.csv", mapping="app").frame
+    assert frame["model"].value_counts().to_dict() == {"m0": 6, "m1": 5, "m2": 0}
+    trace = read("azure-functions-2021.csv", mapping="app")
+    # appA (fx twice, fz once) -> m0; appB (fy) -> m1; arrivals as above.
+    assert trace.frame["model"].tolist() == ["m1", "m0", "m0", "m0"]
+    assert trace.notes == {"functions": 3, "apps": 2}
+
+
+def test_app_mapping_needs_a_model_per_application(tmp_path):
+    rows = ["HashOwner,HashApp,HashFunction,Trigger,1"]
+    rows += [f"o,a{i},f{i},http,1" for i in range(4)]
+    path = tmp_path / "apps.csv"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(traces.TraceError, match="4 applications, but the catalog has 3"):
+        read(path, mapping="app")
+
+
 def test_the_real_functions_2019_sample_keeps_every_invocation():
     raw = pd.read_csv(SAMPLE / "invocations.csv")
     minutes = [c for c in raw.columns if c.isdigit()]
