@@ -7,7 +7,8 @@ Each reproduction's parameters come from its paper (or the paper's artifact), wr
 their sources in configs/reproductions/; where neither says, the file says what thaw
 chose. A run prints thaw's figure, the mean over `--seeds` seeds with its bootstrap 95%
 interval, beside the paper's, and whether it reproduced it: the paper's direction and its
-figure within 30%. `--out DIR` writes the figure (DIR/NAME.png, shaped like the paper's)
+figure within 30% (a range: its nearer end; a direction stated without a figure: the
+bound's side). `--out DIR` writes the figure (DIR/NAME.png, shaped like the paper's)
 and the result (DIR/NAME.json). A benchmark: it exits 0 whatever the verdict.
 """
 
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = reproduction.read()
     if args.seeds is None:
         args.seeds = spec["workload"].get("seeds", SEEDS)
+        if not isinstance(args.seeds, int) or isinstance(args.seeds, bool):
+            parser.error(f"{reproduction.spec}.toml: workload.seeds: expected an integer")
     if not 1 <= args.seeds <= 1000:
         parser.error("--seeds: expected 1 to 1000")
     per_seed, details = reproduction.run(spec, args.seeds)

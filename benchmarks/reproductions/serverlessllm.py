@@ -20,15 +20,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import traces
-from reproductions.verdict import CONFIGS, Reproduction
+from reproductions.verdict import CONFIGS, FUNCTIONS_SAMPLE, Reproduction
 from sim.api import replay
 from sim.config import read_config
 from sim.spec import ClusterConfig
 
 CLUSTER = CONFIGS / "serverlessllm-osdi24.cluster.toml"
-INVOCATIONS = (
-    CONFIGS.parents[1] / "tests" / "data" / "traces" / "azure-functions-2019-sample"
-) / "invocations.csv"
+INVOCATIONS = FUNCTIONS_SAMPLE / "invocations.csv"
 
 
 def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
@@ -81,7 +79,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     workloads = sorted({c.split("@")[0] for c in cells})
     fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 3.5), sharey=True)
     for ax, workload in zip(np.atleast_1d(axes), workloads, strict=True):
-        mine = {float(c.split("@")[1]): v for c, v in cells.items() if c.startswith(workload)}
+        mine = {float(c.split("@")[1]): v for c, v in cells.items() if c.split("@")[0] == workload}
         rates = sorted(mine)
         for policy in mine[rates[0]]:
             ax.plot(rates, [np.mean(mine[r][policy]) for r in rates], marker="o", label=policy)

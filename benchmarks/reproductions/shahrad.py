@@ -19,9 +19,10 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 import traces
-from reproductions.verdict import CONFIGS, Reproduction
+from reproductions.verdict import CONFIGS, FUNCTIONS_SAMPLE, Reproduction
 from sim.config import read_config, with_keep_alive
 from sim.engine.simulator import Simulation
 from sim.results.summary import scheduling_figures
@@ -29,9 +30,7 @@ from sim.spec import ClusterConfig
 from thaw_kernel import seeds
 
 CLUSTER = CONFIGS / "shahrad-atc20.cluster.toml"
-SAMPLE = (
-    CONFIGS.parents[1] / "tests" / "data" / "traces" / "azure-functions-2019-sample"
-) / "invocations.csv"
+INVOCATIONS = FUNCTIONS_SAMPLE / "invocations.csv"
 
 
 def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
@@ -45,14 +44,14 @@ def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
     per_seed = []
     for seed in range(n_seeds):
         trace = _trace(config, workload, seed)
-        measured = {p: _measure(config, trace, workload["policy"], p, seed) for p in policies}
-        unit = measured[spec["paper"]["normalise_to"]][1]
+        measured = {p: measure(config, trace, workload["policy"], p, seed) for p in policies}
+        unit = measured[_normaliser(spec["paper"]["normalise_to"], policies)][1]
         for policy, (cold, waste) in measured.items():
             points[policy]["cold"].append(cold)
             points[policy]["waste"].append(waste / unit)
         fixed = [measured[p] for p in policies if p.startswith("fixed")]
         cold, waste = measured[_hybrid(workload["headline_range_s"])]
-        per_seed.append(cold / _fixed_curve(fixed, waste))
+        per_seed.append(cold / fixed_curve(fixed, waste))
     return per_seed, {"points": points}
 
 
@@ -62,22 +61,34 @@ def _hybrid(range_s: int) -> str:
     return f"histogram:range_s={range_s},fallback_s={range_s}"
 
 
-def _trace(config: ClusterConfig, workload: dict, seed: int):
+def _trace(config: ClusterConfig, workload: dict, seed: int) -> pd.DataFrame:
     options = traces.Options(mapping=workload["mapping"], tokens=workload["tokens"])
-    return traces.read(SAMPLE, list(config.models), seeds.rng(seed, "trace"), options=options).frame
+    rng = seeds.rng(seed, "trace")
+    return traces.read(INVOCATIONS, list(config.models), rng, options=options).frame
 
 
-def _measure(config: ClusterConfig, trace, policy: str, keep_alive: str, seed: int):
-    """(the 3rd quartile of the applications' cold-start shares, idle warm GPU-seconds)."""
+def measure(
+    config: ClusterConfig, trace: pd.DataFrame, policy: str, keep_alive: str, seed: int
+) -> tuple[float, float]:
+    """(the 3rd quartile of the applications' cold-start shares, idle warm GPU-seconds):
+    a request placed on an instance not yet warm is a cold start."""
     sim = Simulation(with_keep_alive(config, keep_alive), trace, policy, seeds.rng(seed, "policy"))
     sim.run()
     table = sim.table.frame()
-    shares = (table["tier"] != "warm").groupby(table["model"], observed=True).mean()
+    placed = table[table["server"] >= 0]
+    shares = (placed["tier"] != "warm").groupby(placed["model"], observed=True).mean()
     waste = scheduling_figures(sim)["gpu_seconds_by_state"]["idle_warm"]
     return float(np.percentile(shares.to_numpy(), 75)), float(waste)
 
 
-def _fixed_curve(fixed: list[tuple[float, float]], waste: float) -> float:
+def _normaliser(policy: str, policies: list[str]) -> str:
+    """The policy the waste is a share of, which must be among those run."""
+    if policy not in policies:
+        raise ValueError(f"normalise_to = {policy!r}: not among the policies run {policies}")
+    return policy
+
+
+def fixed_curve(fixed: list[tuple[float, float]], waste: float) -> float:
     """The fixed keep-alives' cold-start quartile at `waste`, interpolated between the two
     fixed policies around it in the logarithm of the waste (the nearest end beyond)."""
     fixed = sorted(fixed, key=lambda point: point[1])

@@ -10,7 +10,11 @@ import numpy as np
 
 from analysis.stats import bootstrap_ci
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "reproductions"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs" / "reproductions"
+# The bundled Azure Functions 2019 sample (100 functions, 8 hours), which the
+# reproductions on Functions arrivals replay.
+FUNCTIONS_SAMPLE = ROOT / "tests" / "data" / "traces" / "azure-functions-2019-sample"
 # Reproduced: the paper's direction, and its headline figure within this share of it
 # (a 53% reduction reproduced as 37-69%; a range of 1.27-1.95x as 0.89-2.54x).
 TOLERANCE = 0.3
@@ -26,7 +30,8 @@ class Reproduction:
     figure: Callable[[dict, dict, Path], None]
 
     def paper(self) -> dict:
-        """The spec's [paper] table (name, reference, claim, value, the figure's cells)."""
+        """The spec's [paper] table (name, reference, claim, and `value`, a figure or a
+        [low, high] range, with its `neutral` point; or `below`, a bound)."""
         return self.read()["paper"]
 
     def read(self) -> dict:
@@ -57,13 +62,15 @@ class Verdict:
 
 
 def judge(paper: dict, per_seed: list[float]) -> Verdict:
-    """thaw's mean over seeds beside the paper's value: reproduced when it points the
-    same way and lies within `TOLERANCE` of it (of the nearer end, for a range). A paper
-    that states a direction and no figure (`below` instead of `value`) is reproduced
-    when thaw's mean lies below that bound."""
+    """thaw's mean over seeds beside the paper's value: reproduced when it lies on the
+    paper's side of the claim's neutral point (`neutral`: 0 for a reduction, the default;
+    1 for a ratio) and within `TOLERANCE` of the figure (of the nearer end, for a range).
+    A paper that states a direction and no figure (`below` instead of `value`) is
+    reproduced when thaw's mean lies below that bound."""
     mean, low, high = bootstrap_ci(per_seed)
     if "value" in paper:
-        value, reproduced = _against_figure(paper["value"], mean)
+        neutral = float(paper.get("neutral", 0.0))
+        value, reproduced = _against_figure(paper["value"], neutral, mean)
     else:
         value, reproduced = None, bool(mean < float(paper["below"]))
     return Verdict(
@@ -77,11 +84,17 @@ def judge(paper: dict, per_seed: list[float]) -> Verdict:
     )
 
 
-def _against_figure(value: float | list[float], mean: float) -> tuple[float | list[float], bool]:
+def _against_figure(
+    value: float | list[float], neutral: float, mean: float
+) -> tuple[float | list[float], bool]:
     """The paper's figure as reported, and whether `mean` reproduces it."""
-    bounds = [float(v) for v in value] if isinstance(value, list) else [float(value)] * 2
-    same_way = all(np.sign(mean) == np.sign(b) for b in bounds)
-    within = bounds[0] * (1 - TOLERANCE) <= mean <= bounds[1] * (1 + TOLERANCE)
-    if bounds[0] < 0:  # a negative figure: the tolerance widens it the other way
-        within = bounds[0] * (1 + TOLERANCE) <= mean <= bounds[1] * (1 - TOLERANCE)
+    bounds = sorted(float(v) for v in value) if isinstance(value, list) else [float(value)] * 2
+    side = np.sign(bounds[0] - neutral)
+    if side == 0 or side != np.sign(bounds[1] - neutral):
+        raise ValueError(f"paper value {value}: on both sides of its neutral point {neutral:g}")
+    same_way = np.sign(mean - neutral) == side
+    # Widened by the tolerance away from zero at either end, whatever their sign.
+    low = bounds[0] * (1 - TOLERANCE * np.sign(bounds[0]))
+    high = bounds[1] * (1 + TOLERANCE * np.sign(bounds[1]))
+    within = low <= mean <= high
     return (bounds if isinstance(value, list) else bounds[0]), bool(same_way and within)

@@ -5,7 +5,7 @@ takes tens.
 
 The setting (configs/reproductions/vllm-sleep*.toml, each value's source beside it): one
 server of four A100s; each of the post's four models alone on it at the levels the post
-measured; a request every 30 s, so that the engine sleeps between them; the first is
+measured; a request every 300 s, so that the engine sleeps between them; the first is
 the cold start, each later one wakes it. A wake's time is its request's start-up (the
 queue is empty). thaw's figure: level 2's wake over level 1's, the mean over the two
 models the post measured at both levels.
@@ -23,6 +23,7 @@ import pandas as pd
 from reproductions.verdict import CONFIGS, Reproduction
 from sim.config import read_config
 from sim.engine.simulator import Simulation
+from sim.spec import ClusterConfig
 from thaw_kernel import seeds
 
 CLUSTER = CONFIGS / "vllm-sleep.cluster.toml"
@@ -50,7 +51,7 @@ def _key(model: str, level: int) -> str:
     return f"{model}-l{level}"
 
 
-def _wake_s(config, workload: dict, model: str, level: int, seed: int) -> float:
+def _wake_s(config: ClusterConfig, workload: dict, model: str, level: int, seed: int) -> float:
     """The median start-up of the requests after the first: each wakes the engine."""
     count = int(workload["requests"])
     trace = pd.DataFrame(

@@ -45,6 +45,8 @@ Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 def _real_spans(rows: pd.DataFrame) -> Spans:
     """(spawned, started, downloaded, loaded, tier): a download ends where it was stamped;
     a load that downloaded nothing "downloaded" at its start."""
+    if rows.empty:  # a replay that started nothing has no columns either
+        return tuple(np.array([]) for _ in range(5))  # type: ignore[return-value]
     started = rows["started"].to_numpy(dtype=float)
     downloaded = rows["downloaded"].to_numpy(dtype=float)
     downloaded = np.where(np.isnan(downloaded), started, downloaded)
@@ -77,18 +79,24 @@ def _grouped(
     """Each start-up's runtime under the label of the company it kept."""
     from_disk = (tier == Tier.SSD) | (tier == Tier.REMOTE)
     disk_from = np.where(tier == Tier.REMOTE, downloaded, started)
+    downloads = (tier == Tier.REMOTE) & (downloaded > started)
     groups: dict[str, list[float]] = {}
     for i in np.flatnonzero(np.isfinite(started) & np.isfinite(spawned)):
         a, b = spawned[i], started[i]
         others = np.arange(len(spawned)) != i
         company = (
-            others & (spawned < b) & (started > a),
+            overlapping(spawned, started, i),
             others & from_disk & (disk_from < b) & (loaded > a) & (loaded > disk_from),
-            others & (tier == Tier.REMOTE) & (started < b) & (downloaded > a),
+            others & downloads & (started < b) & (downloaded > a),
         )
         kinds = [kind for kind, near in zip(KINDS, company, strict=True) if near.any()]
         groups.setdefault("+".join(kinds) or ALONE, []).append(float(b - a))
     return groups
+
+
+def overlapping(begins: np.ndarray, ends: np.ndarray, i: int) -> np.ndarray:
+    """Which spans other than span `i` overlap it (open intervals: touching is not)."""
+    return (np.arange(len(begins)) != i) & (begins < ends[i]) & (ends > begins[i])
 
 
 def company_order(label: str) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calibration.validate.beside import overlapping
 from calibration.validate.records import Records
 from calibration.validate.scenario import Layout
 from sim.api import replay
@@ -71,13 +72,8 @@ def instance_phases(records: Records) -> dict[str, float]:
     gives each server its own), the load, the model build."""
     rows = records.instances_frame()
     start = rows["started"] - rows["spawned"]
-    spans = list(zip(rows["spawned"], rows["started"], strict=True))
-    shared = np.array(
-        [
-            any(j != i and b0 < a1 and a0 < b1 for j, (b0, b1) in enumerate(spans))
-            for i, (a0, a1) in enumerate(spans)
-        ]
-    )
+    spawned, started = rows["spawned"].to_numpy(), rows["started"].to_numpy()
+    shared = np.array([overlapping(spawned, started, i).any() for i in range(len(rows))], bool)
     return {
         "instances": len(rows),
         "process_start_s_median": float(start.median()),

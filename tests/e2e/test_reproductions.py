@@ -52,8 +52,7 @@ def test_serverlessllm_judges_its_ratio_against_the_papers_range(repo_root, tmp_
     pairs = zip(headline["preemption"], headline["startup-aware"], strict=True)
     expected = [b / s for b, s in pairs]
     assert result["per_seed"] == pytest.approx(expected)
-    low, high = 1.27 * 0.7, 1.95 * 1.3
-    assert result["reproduced"] == (low <= result["thaw_value"] <= high)
+    assert isinstance(result["reproduced"], bool)  # the rule: test_reproduction_verdict
     assert (tmp_path / "serverlessllm.png").stat().st_size > 0
 
 

@@ -12,8 +12,8 @@ def judge(repo_root, monkeypatch):
     return judge
 
 
-def _paper(value) -> dict:
-    return {"name": "P", "claim": "c", "value": value}
+def _paper(value, neutral: float = 0.0) -> dict:
+    return {"name": "P", "claim": "c", "value": value, "neutral": neutral}
 
 
 @pytest.mark.parametrize(
@@ -26,16 +26,34 @@ def _paper(value) -> dict:
         (-0.5, [-0.36, -0.36], True),  # a negative figure widens the other way
         (-0.5, [-0.34, -0.34], False),
         (-0.5, [0.5, 0.5], False),  # the other direction
-        ([1.27, 1.95], [0.9, 0.9], True),  # within 30% of the lower end
-        ([1.27, 1.95], [0.88, 0.88], False),
-        ([1.27, 1.95], [2.5, 2.5], True),  # within 30% of the upper end
-        ([1.27, 1.95], [2.6, 2.6], False),
+        ([-0.6, -0.4], [-0.75, -0.75], True),  # a negative range, widened away from zero
+        ([-0.4, -0.6], [-0.29, -0.29], True),  # its ends in either order
+        ([-0.6, -0.4], [-0.27, -0.27], False),
     ],
 )
 def test_a_figure_is_reproduced_within_30_percent_of_the_papers(judge, value, per_seed, reproduced):
     verdict = judge(_paper(value), per_seed)
     assert verdict.reproduced is reproduced
-    assert verdict.paper_value == value and verdict.thaw_value == pytest.approx(per_seed[0])
+    assert verdict.thaw_value == pytest.approx(per_seed[0])
+
+
+@pytest.mark.parametrize(
+    ("per_seed", "reproduced"),
+    [
+        ([1.1, 1.1], True),  # within 30% of the lower end, and better than the baseline
+        ([0.95, 0.95], False),  # within 30% of 1.27, but worse than the baseline
+        ([2.5, 2.5], True),  # within 30% of the upper end
+        ([2.6, 2.6], False),
+    ],
+)
+def test_a_ratio_must_also_lie_on_the_papers_side_of_one(judge, per_seed, reproduced):
+    verdict = judge(_paper([1.27, 1.95], neutral=1.0), per_seed)
+    assert verdict.reproduced is reproduced and verdict.paper_value == [1.27, 1.95]
+
+
+def test_a_range_across_its_neutral_point_is_refused(judge):
+    with pytest.raises(ValueError, match="both sides"):
+        judge(_paper([0.8, 1.2], neutral=1.0), [1.0, 1.0])
 
 
 def test_a_direction_without_a_figure_is_reproduced_below_its_bound(judge):

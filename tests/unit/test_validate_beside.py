@@ -58,6 +58,25 @@ def test_the_simulators_runtime_is_its_start_up_less_load_and_warm_up():
     assert out["load"]["sim_s"] == pytest.approx(3.0 - 0.1 - 0.5 - 1.5)
 
 
+def test_the_simulators_download_opens_its_load_and_counts_as_a_download():
+    # A remote start allocated at 0: runtime 0-1, download 1-5, load from SSD 5-6, ready 6.
+    # One allocated at 2 starts beside the download; one at 5.2, beside the SSD part.
+    sim = _sim(
+        [
+            ("remote", 0.0, 6.0, 5.0, 4.0),
+            ("dram", 2.0, 3.1, 0.1, NAN),
+            ("dram", 5.2, 6.3, 0.1, NAN),
+        ]
+    )
+    out = runtime_start_beside(_real([]), sim, 0.0)
+    assert {k: v["sim_n"] for k, v in out.items()} == {"alone": 1, "download": 1, "load": 1}
+
+
+def test_a_replay_that_started_nothing_groups_nothing():
+    empty = runtime_start_beside(pd.DataFrame(), _sim([]), 0.0)
+    assert empty == {}
+
+
 def test_repeats_sum_counts_and_take_the_median_of_medians():
     runs = [
         {"alone": {"real_n": 2, "real_s": 1.0, "sim_n": 1, "sim_s": 1.1}},
