@@ -7,8 +7,8 @@ Each reproduction's parameters come from its paper (or the paper's artifact), wr
 their sources in configs/reproductions/; where neither says, the file says what thaw
 chose. A run prints thaw's figure, the mean over `--seeds` seeds with its bootstrap 95%
 interval, beside the paper's, and whether it reproduced it: the paper's direction and its
-figure within 30% (a range: its nearer end; a direction stated without a figure: the
-bound's side). `--out DIR` writes the figure (DIR/NAME.png, shaped like the paper's)
+figure within 30% (a range: its nearer end; a bound stated without a figure: beyond
+it). `--out DIR` writes the figure (DIR/NAME.png, shaped like the paper's)
 and the result (DIR/NAME.json). A benchmark: it exits 0 whatever the verdict.
 """
 
@@ -68,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _figure(paper: dict) -> str:
     """A paper's figure, its range, or the bound its direction sets."""
-    if "value" not in paper:
-        return f"below {paper['below']:g}"
+    for bound in ("below", "above"):
+        if bound in paper:
+            return f"{bound} {paper[bound]:g}"
     value = paper["value"]
     return "-".join(f"{v:.3g}" for v in value) if isinstance(value, list) else f"{value:.3g}"
 

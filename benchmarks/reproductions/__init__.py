@@ -1,10 +1,11 @@
 """Reproductions of published results, each in its paper's own setting
 (`benchmarks/reproduce.py` runs them): a name, and the module that runs it."""
 
-from reproductions import medusa, serverlessllm, shahrad, vllm_sleep
+from reproductions import faascache, medusa, serverlessllm, shahrad, vllm_sleep
 from reproductions.verdict import Reproduction
 
 REPRODUCTIONS: dict[str, Reproduction] = {
+    "faascache": faascache.REPRODUCTION,
     "medusa": medusa.REPRODUCTION,
     "serverlessllm": serverlessllm.REPRODUCTION,
     "shahrad": shahrad.REPRODUCTION,

@@ -31,7 +31,7 @@ class Reproduction:
 
     def paper(self) -> dict:
         """The spec's [paper] table (name, reference, claim, and `value`, a figure or a
-        [low, high] range, with its `neutral` point; or `below`, a bound)."""
+        [low, high] range, with its `neutral` point; or `below` or `above`, a bound)."""
         return self.read()["paper"]
 
     def read(self) -> dict:
@@ -55,7 +55,8 @@ class Verdict:
             "claim": self.claim,
             "paper_value": self.paper_value,
             "thaw_value": self.thaw_value,
-            "thaw_interval": list(self.thaw_interval),
+            # One seed has no interval: null, not NaN, which JSON lacks.
+            "thaw_interval": [x if np.isfinite(x) else None for x in self.thaw_interval],
             "reproduced": self.reproduced,
             "per_seed": self.per_seed,
         }
@@ -65,14 +66,16 @@ def judge(paper: dict, per_seed: list[float]) -> Verdict:
     """thaw's mean over seeds beside the paper's value: reproduced when it lies on the
     paper's side of the claim's neutral point (`neutral`: 0 for a reduction, the default;
     1 for a ratio) and within `TOLERANCE` of the figure (of the nearer end, for a range).
-    A paper that states a direction and no figure (`below` instead of `value`) is
-    reproduced when thaw's mean lies below that bound."""
+    A paper that states a bound and no figure (`below` or `above` instead of `value`) is
+    reproduced when thaw's mean lies beyond that bound."""
     mean, low, high = bootstrap_ci(per_seed)
     if "value" in paper:
         neutral = float(paper.get("neutral", 0.0))
         value, reproduced = _against_figure(paper["value"], neutral, mean)
-    else:
+    elif "below" in paper:
         value, reproduced = None, bool(mean < float(paper["below"]))
+    else:
+        value, reproduced = None, bool(mean > float(paper["above"]))
     return Verdict(
         paper=paper["name"],
         claim=paper["claim"],

@@ -56,8 +56,11 @@ def test_a_range_across_its_neutral_point_is_refused(judge):
         judge(_paper([0.8, 1.2], neutral=1.0), [1.0, 1.0])
 
 
-def test_a_direction_without_a_figure_is_reproduced_below_its_bound(judge):
-    paper = {"name": "P", "claim": "c", "below": 1.0}
-    assert judge(paper, [0.5, 0.7]).reproduced is True
-    assert judge(paper, [1.0, 1.0]).reproduced is False
-    assert judge(paper, [0.5, 0.7]).paper_value is None
+def test_a_bound_without_a_figure_is_reproduced_beyond_it(judge):
+    below = {"name": "P", "claim": "c", "below": 1.0}
+    assert judge(below, [0.5, 0.7]).reproduced is True
+    assert judge(below, [1.0, 1.0]).reproduced is False
+    assert judge(below, [0.5, 0.7]).paper_value is None
+    above = {"name": "P", "claim": "c", "above": 3.0}
+    assert judge(above, [3.1, 3.3]).reproduced is True
+    assert judge(above, [2.9, 3.0]).reproduced is False
