@@ -19,7 +19,7 @@ def _run(repo_root, *args: str) -> subprocess.CompletedProcess:
 def test_the_list_names_each_reproduction_with_its_paper(repo_root):
     listed = _run(repo_root, "--list")
     assert listed.returncode == 0
-    assert listed.stdout.startswith("medusa ") and "Medusa (ASPLOS '25)" in listed.stdout
+    assert listed.stdout.startswith("faascache ") and "Medusa (ASPLOS '25)" in listed.stdout
     assert "serverlessllm  ServerlessLLM (OSDI '24)" in listed.stdout
     assert "(1.27-1.95)" in listed.stdout  # a range the paper states is printed as one
     assert "(below 1)" in listed.stdout and "(above 3)" in listed.stdout  # bounds
