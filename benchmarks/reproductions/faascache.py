@@ -15,15 +15,12 @@ sweep under the TTL, over the same under Greedy-Dual.
 import tempfile
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tomli_w
 
 import traces
+from reproductions.figures import plt, save
 from reproductions.verdict import FUNCTIONS_SAMPLE, Reproduction
 from sim.config import read_config, with_keep_alive
 from sim.engine.simulator import Simulation
@@ -169,9 +166,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
         ax.set_xlabel("server memory (GB)")
         ax.legend(fontsize=8)
     fig.suptitle(f"FaasCache (ASPLOS '21) setting; the paper: more than {paper['above']:g}x")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 REPRODUCTION = Reproduction(spec="faascache-asplos21", run=run, figure=figure)

@@ -12,13 +12,10 @@ four (model, rate) cells, per seed.
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from reproductions.figures import plt, save
 from reproductions.verdict import CONFIGS, Reproduction
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -98,9 +95,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     ax.set_ylabel("P99 TTFT (s)")
     ax.set_title("Medusa (ASPLOS '25): P99 TTFT, 4 GPUs, 60 s of Poisson arrivals")
     ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 REPRODUCTION = Reproduction(spec="medusa-asplos25", run=run, figure=figure)

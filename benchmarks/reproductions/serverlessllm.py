@@ -13,13 +13,10 @@ seed.
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt
 import numpy as np
 
 import traces
+from reproductions.figures import plt, save
 from reproductions.verdict import CONFIGS, FUNCTIONS_SAMPLE, Reproduction
 from sim.api import replay
 from sim.config import read_config
@@ -91,9 +88,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     low, high = paper["value"]
     title = f"ServerlessLLM (OSDI '24) setting; the paper: {low}-{high}x lower P99"
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 REPRODUCTION = Reproduction(spec="serverlessllm-osdi24", run=run, figure=figure)

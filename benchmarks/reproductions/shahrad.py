@@ -14,14 +14,11 @@ the fixed curve's at the same waste, interpolated in the waste's logarithm.
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 import traces
+from reproductions.figures import plt, save
 from reproductions.verdict import CONFIGS, FUNCTIONS_SAMPLE, Reproduction
 from sim.config import read_config, with_keep_alive
 from sim.engine.simulator import Simulation
@@ -118,9 +115,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     ax.set_ylabel("3rd-quartile app cold starts (%)")
     ax.set_title("Serverless in the Wild (ATC '20) setting: keep-alive frontier")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 REPRODUCTION = Reproduction(spec="shahrad-atc20", run=run, figure=figure)

@@ -13,13 +13,10 @@ models the post measured at both levels.
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from reproductions.figures import plt, save
 from reproductions.verdict import CONFIGS, Reproduction
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -83,9 +80,7 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     ax.set_ylabel("seconds")
     ax.set_title("vLLM sleep mode (A100): wake against reload")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 REPRODUCTION = Reproduction(spec="vllm-sleep", run=run, figure=figure)
