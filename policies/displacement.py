@@ -52,11 +52,11 @@ def covering_sets(
     return sets
 
 
-def ranked_destinations(view: ClusterView, model: str, server: int) -> list[int]:
-    """The servers other than `server` with room for `model` now, in locality's order:
-    DRAM holders, then SSD holders, then the rest, least occupied first within each."""
+def ranked_destinations(view: ClusterView, model: str) -> list[int]:
+    """The servers with room for `model` now, in locality's order: DRAM holders, then SSD
+    holders, then the rest, least occupied first within each."""
     order: list[int] = []
-    seen = {server}
+    seen: set[int] = set()
     for group in (view.holders(model, "dram"), view.holders(model, "ssd"), view.candidates(model)):
         fresh = [s for s in group if s not in seen and view.can_start(s, model)]
         fresh.sort(key=lambda s: (view.gpus_in_use(s), s))
@@ -96,15 +96,24 @@ def destinations(
 
 
 def cheapest_moves(
-    view: ClusterView, server: int, model: str, cost: Callable[[Running], float]
+    view: ClusterView,
+    server: int,
+    model: str,
+    cost: Callable[[Running], float],
+    ranks: dict[str, list[int]] | None = None,
 ) -> tuple[tuple[Running, ...], tuple[Move, ...]] | None:
-    """The cheapest set of migrations that makes room for `model` on `server`, or None."""
-    ranks: dict[str, list[int]] = {}
+    """The cheapest set of migrations that makes room for `model` on `server`, or None.
+    `ranks`, shared by the calls of one decision (the view does not change within it),
+    keeps each model's ranked destinations, so they are ranked once per decision."""
+    ranks = {} if ranks is None else ranks
+    others: dict[str, list[int]] = {}
 
     def ranked(m: str) -> list[int]:
-        if m not in ranks:
-            ranks[m] = ranked_destinations(view, m, server)
-        return ranks[m]
+        if m not in others:
+            if m not in ranks:
+                ranks[m] = ranked_destinations(view, m)
+            others[m] = [s for s in ranks[m] if s != server]
+        return others[m]
 
     if view.total_available_gpus() < view.gpus_needed(model):
         return None  # migration moves GPUs in use around; it cannot create free ones

@@ -29,10 +29,11 @@ class Migration(Policy):
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
+        ranks: dict[str, list[int]] = {}  # the migrations' destinations, per model
 
         def migrate_off(server: int) -> tuple[float, Start] | None:
             cost = first_round_cost(view, server)
-            found = cheapest_moves(view, server, model, cost)
+            found = cheapest_moves(view, server, model, cost, ranks)
             if found is None:
                 return None
             leaving, moves = found

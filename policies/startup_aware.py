@@ -51,6 +51,7 @@ class StartupAware(Policy):
             Wake(s.server, s.instance, s.wake_s) for s in view.sleeping(model)
         ]
         holders: set[int] = set()
+        ranks: dict[str, list[int]] = {}  # the migrations' destinations, per model
         for tier in CACHE_TIERS:
             tier_holders = [s for s in view.holders(model, tier) if s not in holders]
             holders.update(tier_holders)
@@ -59,7 +60,7 @@ class StartupAware(Policy):
             for s in ready[: self.HOLDER_PROBES]:
                 options.append(Start(s, start_s(view, s, model, hidden_s=hidden)))
             for s in busy[: self.HOLDER_PROBES]:
-                options.extend(self._migration_option(view, s, model, hidden))
+                options.extend(self._migration_option(view, s, model, hidden, ranks))
         probed = 0
         for s in view.candidates(model):
             if probed == self.REMOTE_PROBES:
@@ -73,9 +74,9 @@ class StartupAware(Policy):
 
     @staticmethod
     def _migration_option(
-        view: ClusterView, server: int, model: str, hidden_s: float
+        view: ClusterView, server: int, model: str, hidden_s: float, ranks: dict[str, list[int]]
     ) -> list[Start]:
-        found = cheapest_moves(view, server, model, first_round_cost(view, server))
+        found = cheapest_moves(view, server, model, first_round_cost(view, server), ranks)
         if found is None:
             return []
         leaving, moves = found
