@@ -28,6 +28,15 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
     return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
 
 
+def _first_appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's number, the distinct codes numbered in order of first appearance; and
+    the row where each number first appears, in number order."""
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    number = np.empty(len(first), dtype=np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return number[inverse], np.sort(first)
+
+
 def read_functions_2021(path: Path, options: Options, rng: np.random.Generator) -> pd.DataFrame:
     """One row per invocation: `arrival_s` and `function`; file order."""
     table = read_columns(
@@ -44,16 +53,9 @@ def read_functions_2021(path: Path, options: Options, rng: np.random.Generator) 
     arrival = end - duration
     app, _ = _codes(table["app"])
     func, funcs = _codes(table["func"])
-    pair = app * funcs + func
-    _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
-    order = np.empty(len(first), dtype=np.int64)
-    order[np.argsort(first, kind="stable")] = np.arange(len(first))
-    frame = pd.DataFrame({"arrival_s": arrival - arrival.min(), "function": order[inverse]})
-    frame.attrs["functions"] = len(first)
+    function, first_rows = _first_appearance(app * funcs + func)
+    frame = pd.DataFrame({"arrival_s": arrival - arrival.min(), "function": function})
+    frame.attrs["functions"] = len(first_rows)
     # Each function's app, the apps numbered in order of first appearance as functions are.
-    first_app = app[first[np.argsort(order)]]
-    _, app_first, app_of = np.unique(first_app, return_index=True, return_inverse=True)
-    app_order = np.empty(len(app_first), dtype=np.int64)
-    app_order[np.argsort(app_first, kind="stable")] = np.arange(len(app_first))
-    frame.attrs[FUNCTION_APPS] = app_order[app_of]
+    frame.attrs[FUNCTION_APPS] = _first_appearance(app[first_rows])[0]
     return frame

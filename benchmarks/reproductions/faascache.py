@@ -36,15 +36,18 @@ def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
     size, each seed's overhead, cold-start share and share of invocations that queued."""
     workload = spec["workload"]
     functions = sample_functions(int(workload["slot_mb"]))
+    configs = {
+        gb: cluster(functions, gb * 1024 // int(workload["slot_mb"]))
+        for gb in workload["memory_gb"]
+    }
     policies = {"ttl": workload["ttl"], "greedy-dual": workload["greedy_dual"]}
     cells: dict[str, dict[str, dict[str, list[float]]]] = {
         name: {f"{gb}": {"overhead": [], "cold": [], "queued": []} for gb in workload["memory_gb"]}
         for name in policies
     }
     for seed in range(n_seeds):
-        for gb in workload["memory_gb"]:
-            config = cluster(functions, gb * 1024 // int(workload["slot_mb"]))
-            trace = _trace(config, workload, seed)
+        trace = _trace(list(functions.index), workload, seed)
+        for gb, config in configs.items():
             for name, keep_alive in policies.items():
                 figures = measure(config, trace, workload["policy"], keep_alive, seed)
                 for key, value in zip(("overhead", "cold", "queued"), figures, strict=True):
@@ -58,24 +61,28 @@ def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
 
 
 def sample_functions(slot_mb: int) -> pd.DataFrame:
-    """Per function of the sample, in file order: its slots, warm and cold seconds."""
-    invocations = pd.read_csv(FUNCTIONS_SAMPLE / "invocations.csv", usecols=KEYS)
+    """Per function of the sample, busiest first (the `app` mapping's order: each
+    function is its own application in the sample), indexed by its model's name
+    (`f000`, ...): its slots, warm and cold seconds."""
+    invocations = pd.read_csv(FUNCTIONS_SAMPLE / "invocations.csv")
+    minutes = [c for c in invocations.columns if c.isdigit()]
+    busiest = np.argsort(-invocations[minutes].sum(axis=1).to_numpy(), kind="stable")
     durations = pd.read_csv(FUNCTIONS_SAMPLE / "durations.csv")[[*KEYS, "Average", "Maximum"]]
     memory = pd.read_csv(FUNCTIONS_SAMPLE / "memory.csv")[[*KEYS, "AverageAllocatedMb"]]
-    rows = invocations.merge(durations, on=KEYS, how="left").merge(memory, on=KEYS, how="left")
+    rows = invocations.iloc[busiest][KEYS].merge(durations, on=KEYS, how="left")
+    rows = rows.merge(memory, on=KEYS, how="left")
     return pd.DataFrame(
         {
             "slots": np.ceil(rows["AverageAllocatedMb"] / slot_mb).clip(lower=1).astype(int),
             "warm_s": rows["Average"].clip(lower=1.0) * MS,  # a run of at least 1 ms
             "cold_extra_s": (rows["Maximum"] - rows["Average"]).clip(lower=0.0) * MS,
         }
-    )
+    ).set_axis([f"f{rank:03d}" for rank in range(len(rows))])
 
 
 def cluster(functions: pd.DataFrame, slots: int) -> ClusterConfig:
-    """One server of `slots` slots; each function's model (`f000`, ... in the `app`
-    mapping's order, busiest first), on an engine that starts in its cold extra."""
-    order = _busiest_first()
+    """One server of `slots` slots; each function's model, on an engine that starts in
+    its cold extra."""
     table: dict = {
         "keep_alive_s": 600.0,
         "instance_startup_s": 0.0,
@@ -93,8 +100,8 @@ def cluster(functions: pd.DataFrame, slots: int) -> ClusterConfig:
         "engines": {},
         "models": {},
     }
-    for rank, row in enumerate(functions.iloc[order].itertuples()):
-        name = f"f{rank:03d}"
+    for row in functions.itertuples():
+        name = row.Index
         table["engines"][name] = {
             "stages": [{"name": "start", "seconds": row.cold_extra_s}, {"name": "load"}]
         }
@@ -113,22 +120,12 @@ def cluster(functions: pd.DataFrame, slots: int) -> ClusterConfig:
         return read_config(path)
 
 
-def _busiest_first() -> np.ndarray:
-    """The sample's functions by invocations, busiest first (the `app` mapping's order:
-    each function is its own application in the sample)."""
-    counts = pd.read_csv(FUNCTIONS_SAMPLE / "invocations.csv")
-    minutes = [c for c in counts.columns if c.isdigit()]
-    return np.argsort(-counts[minutes].sum(axis=1).to_numpy(), kind="stable")
-
-
-def _trace(config: ClusterConfig, workload: dict, seed: int) -> pd.DataFrame:
+def _trace(models: list[str], workload: dict, seed: int) -> pd.DataFrame:
     """The sample's invocations on their functions' models, those of functions invoked
     fewer than `min_invocations` times left out."""
     options = traces.Options(mapping="app", tokens="fixed:1,1", placement=workload["placement"])
     rng = seeds.rng(seed, "trace")
-    frame = traces.read(
-        FUNCTIONS_SAMPLE / "invocations.csv", list(config.models), rng, options=options
-    ).frame
+    frame = traces.read(FUNCTIONS_SAMPLE / "invocations.csv", models, rng, options=options).frame
     counts = frame["model"].value_counts()
     kept = counts[counts >= int(workload["min_invocations"])].index
     return frame[frame["model"].isin(kept)].reset_index(drop=True)
@@ -157,8 +154,8 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     for name, style in (("ttl", "o-"), ("greedy-dual", "s-")):
         sizes = sorted(cells[name], key=float)
         gb = [float(s) for s in sizes]
-        for ax, key, scale in ((axes[0], "overhead", 100), (axes[1], "cold", 100)):
-            ax.plot(gb, [scale * np.mean(cells[name][s][key]) for s in sizes], style, label=name)
+        for ax, key in ((axes[0], "overhead"), (axes[1], "cold")):
+            ax.plot(gb, [100 * np.mean(cells[name][s][key]) for s in sizes], style, label=name)
     axes[0].set_ylabel("% increase in execution time")
     axes[1].set_ylabel("% cold starts")
     for ax in axes:
