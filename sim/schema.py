@@ -15,9 +15,10 @@ from typing import Any
 from thaw_kernel.tiers import LOAD_TIERS, START_TIERS
 from thaw_kernel.user_files import read_bytes
 
-# A request's end: still pending (only while a run goes on), done, or cut short by a
-# time limit (`timeout`); the `status` column's categories, in this order.
-STATUSES = ("pending", "done", "timeout")
+# A request's end: still pending (only while a run goes on), done, cut short by a time
+# limit (`timeout`), or turned away unserved by the `drop` queue discipline (`dropped`);
+# the `status` column's categories, in this order.
+STATUSES = ("pending", "done", "timeout", "dropped")
 REQUESTS = "requests.parquet"
 INSTANCES = "instances.parquet"
 SUMMARY = "summary.json"

@@ -124,6 +124,10 @@ class RequestTable:
         self.e2e_s[i] = now - self.arrival.item(i)
         self.status[i] = _DONE
 
+    def turned_away(self, i: int) -> None:
+        """Request `i` ends unserved (`drop`): no placement, no TTFT."""
+        self.status[i] = STATUSES.index("dropped")
+
     def time_out_pending(self) -> None:
         """The run stopped at its time limit: what has not ended, ends as `timeout`."""
         self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")

@@ -82,7 +82,12 @@ class Simulation:
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
         self._rooms = PerModel(lambda name: RoomIndex(config.models[name].max_batch))
         self.queue = get_queue(config.queue)(
-            self._route, self.cluster, config.models, self.table.arrival, self.policy.needs
+            self._route,
+            self.cluster,
+            config.models,
+            self.table.arrival,
+            self.policy.needs,
+            self.table.turned_away,
         )
         self.cluster.cached_changed = self.queue.cached_changed
         self.keep_alive = make_keep_alive(config.keep_alive, config.keep_alive_s)

@@ -4,7 +4,8 @@ Placement decides where a new instance starts; the queue discipline decides whic
 waiting request is offered the cluster next, and what the others may see of it meanwhile
 (`view`). The simulator hands it every request that finds no instance to join and no
 server to start one on (`arrive`), every request a preemption puts back (`requeue`), and
-asks it to retry whenever capacity frees up (`drain`). So that a retry may skip the
+asks it to retry whenever capacity frees up (`drain`); a discipline that keeps no
+waiters hands a request back as turned away (`turn_away`). So that a retry may skip the
 models that would surely wait, it says what the policy needs to place (`Needs`), which
 models' instances have room again (`room_opened`) and which models became cached or
 uncached (`cached_changed`). Disciplines register by name, one module each;
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
 
 # Place request i of a model now (join an instance or start one): True if it was placed.
 Route = Callable[[int, str], bool]
+# Request i ends unserved: it will never be placed.
+TurnAway = Callable[[int], None]
+
+
+def _keeps_every_request(i: int) -> None:
+    raise RuntimeError(f"request #{i} was turned away by a discipline that keeps them all")
 
 
 class QueueDiscipline(ABC):
@@ -38,8 +45,10 @@ class QueueDiscipline(ABC):
         models: Mapping[str, "ModelSpec"],
         arrival: np.ndarray,
         needs: Needs = Needs.NOTHING,
+        turn_away: TurnAway = _keeps_every_request,
     ) -> None:
         self.route = route
+        self.turn_away = turn_away
         self.cluster = cluster
         self.models = models
         self.arrival = arrival  # per request number, seconds

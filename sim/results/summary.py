@@ -126,6 +126,7 @@ def summarize(sim: Simulation, policy: str, seed: int, trace_path: Path) -> dict
         "requests": int(t.n),
         "completed": int(done.sum()),
         "timed_out": int((t.status == STATUSES.index("timeout")).sum()),
+        "dropped": int((t.status == STATUSES.index("dropped")).sum()),
         "stopped_at_s": sim.stopped_at,
         "ttft_p50_s": _percentile(ttft, 50),
         "ttft_p90_s": _percentile(ttft, 90),

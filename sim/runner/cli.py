@@ -220,6 +220,7 @@ def _table(summary: dict) -> str:
         ("policy", summary["policy"]),
         ("queue", summary["queue"]),
         ("requests", f"{summary['requests']} ({summary['completed']} completed)"),
+        *([("dropped", str(summary["dropped"]))] if summary["dropped"] else []),
         *(
             [("stopped at", f"{summary['stopped_at_s']:g} s ({summary['timed_out']} timed out)")]
             if summary["stopped_at_s"] is not None

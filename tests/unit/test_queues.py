@@ -20,6 +20,7 @@ from sim.model.clock import Clock
 from sim.model.cluster import Cluster
 from sim.queues.fifo import Fifo
 from sim.queues.reserved_view import ReservedView
+from sim.results.summary import summarize
 from thaw_kernel import seeds
 
 SERVER = """
@@ -124,6 +125,22 @@ def test_edf_serves_the_earliest_deadline_first(tmp_path, queue, first, second):
     # Each starts when the GPU frees: 2 s start-up, 4 GiB from SSD in 2 s, 0.5 s prefill.
     assert ttft[first] == 5.5 + 4.5 - arrival[first]
     assert ttft[second] == 10.0 + 4.5 - arrival[second]
+
+
+def test_drop_turns_away_what_cannot_start_and_serves_what_can(tmp_path):
+    # One GPU: a holds it until 6 (two prefills, then 8 tokens). b and c arrive meanwhile
+    # and are turned away at once; a second a (at 3) joins a's instance; d, once a is
+    # idle, reclaims the GPU.
+    rows = [*DEADLINES, (3.0, "a", 512, 1), (7.0, "d", 512, 1)]
+    catalog = [*SLOS, ("d", 4, 1, 100.0)]
+    sim = run(config(tmp_path, "drop", catalog, gpus=1), rows)
+    t = sim.table.frame()
+    assert list(t["status"]) == ["done", "dropped", "dropped", "done", "done"]
+    assert t["ttft_s"][1:3].isna().all() and list(t["server"][1:3]) == [-1, -1]
+    assert t["ttft_s"][0] == 2.0 + 2.0 + 0.5  # start-up, 4 GiB from SSD, prefill
+    assert t["queue_s"][4] == 0.0  # a's idle instance gave up the GPU at once
+    (tmp_path / "trace.csv").write_text("")
+    assert summarize(sim, "locality", 0, tmp_path / "trace.csv")["dropped"] == 2
 
 
 def test_a_reservation_hides_its_gpus_from_every_other_decision(tmp_path):
