@@ -25,8 +25,8 @@ def runtime_start_beside(
     """Per company (`alone`, or the kinds beside it joined by "+"), the real and simulated
     start-ups' count and median: `real` is the replay's instances (`Records.instances_frame`),
     `sim` the simulator's instance log."""
-    real_groups = _grouped(*_real_spans(real))
-    sim_groups = _grouped(*_sim_spans(sim, warmup_s))
+    real_groups = _grouped(*real_spans(real))
+    sim_groups = _grouped(*sim_spans(sim, warmup_s))
     out = {}
     for label in sorted(set(real_groups) | set(sim_groups), key=company_order):
         r, s = real_groups.get(label, []), sim_groups.get(label, [])
@@ -42,7 +42,7 @@ def runtime_start_beside(
 Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _real_spans(rows: pd.DataFrame) -> Spans:
+def real_spans(rows: pd.DataFrame) -> Spans:
     """(spawned, started, downloaded, loaded, tier): a download ends where it was stamped;
     a load that downloaded nothing "downloaded" at its start."""
     if rows.empty:  # a replay that started nothing has no columns either
@@ -54,7 +54,7 @@ def _real_spans(rows: pd.DataFrame) -> Spans:
     return spawned, started, downloaded, rows["loaded"].to_numpy(dtype=float), _tiers(rows)
 
 
-def _sim_spans(log: pd.DataFrame, warmup_s: float) -> Spans:
+def sim_spans(log: pd.DataFrame, warmup_s: float) -> Spans:
     """The same spans from the simulator's instance log: the runtime is the start-up
     less the load and the warm-up, the load follows it, the download opens the load."""
     loaded = log[~log["asleep"]].dropna(subset=["ready_s", "load_s"])

@@ -44,6 +44,7 @@ from calibration.validate.compare import (
     simulate,
 )
 from calibration.validate.loads import load_share, loads_by_tier_real, loads_by_tier_sim
+from calibration.validate.paired import paired_stages
 from calibration.validate.reprobe import Probe, probe, reprobed
 from calibration.validate.scale import compare_speeds
 from calibration.validate.scenario import (
@@ -203,6 +204,7 @@ def _validate_policy(
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
         f"{policy}-instances.csv": records.instances_frame(),
+        f"{policy}-sim-instances.csv": sim_instances,
         f"{policy}-profile.json": predicting.read_bytes(),
     }
     # The same prediction with the profile's start-up as measured: what drift adds.
@@ -231,6 +233,9 @@ def _validate_policy(
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
         "runtime_start_beside": runtime_start_beside(
+            records.instances_frame(), sim_instances, predicted.get("warmup_s", 0.0)
+        ),
+        "paired_stages": paired_stages(
             records.instances_frame(), sim_instances, predicted.get("warmup_s", 0.0)
         ),
     }

@@ -15,6 +15,7 @@ import numpy as np
 from calibration.validate.beside import company_order
 from calibration.validate.compare import PERCENTILES, errors
 from calibration.validate.loads import TIERS
+from calibration.validate.paired import STAGES as STAGES_PAIRED
 from calibration.validate.stages import STAGES
 
 
@@ -59,6 +60,7 @@ def summarize(repeats: list[dict]) -> dict:
         }
     out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
     out["runtime_start_beside"] = beside_over_repeats([r["runtime_start_beside"] for r in repeats])
+    out["paired_stages"] = paired_over_repeats([r["paired_stages"] for r in repeats])
     return out | replay_spread(repeats)
 
 
@@ -74,6 +76,25 @@ def beside_over_repeats(runs: list[dict]) -> dict[str, dict[str, float | int | N
             medians = [row[f"{side}_s"] for row in rows if row[f"{side}_s"] is not None]
             out[label][f"{side}_n"] = sum(row[f"{side}_n"] for row in rows)
             out[label][f"{side}_s"] = _or_none(_median(medians)) if medians else None
+    return out
+
+
+def paired_over_repeats(runs: list[dict]) -> dict:
+    """The starts both sides shared, counted over the repeats; per stage and company, the
+    pairs counted and each figure's median over the repeats that had such pairs."""
+    out: dict = {key: sum(run[key] for run in runs) for key in ("pairs", "instances")}
+    for stage in STAGES_PAIRED:
+        labels = sorted(
+            {label for run in runs for label in run[stage]},
+            key=lambda label: (label != "all", company_order(label)),
+        )
+        out[stage] = {}
+        for label in labels:
+            rows = [run[stage][label] for run in runs if run[stage].get(label, {}).get("n")]
+            out[stage][label] = {"n": sum(row["n"] for row in rows)} | {
+                key: _or_none(_median([row[key] for row in rows if row[key] is not None]))
+                for key in ("real_s", "sim_s", "ratio")
+            }
     return out
 
 

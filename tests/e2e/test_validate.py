@@ -267,6 +267,10 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
         out["load_share_real"] = 0.5 + error
         alone = {"real_n": 2, "real_s": 1.0 + error, "sim_n": 1, "sim_s": 1.0}
         out["runtime_start_beside"] = {"alone": alone}
+        pair = {"n": 1, "real_s": 1.0 + error, "sim_s": 1.0, "ratio": 1.0 + error}
+        out["paired_stages"] = {"pairs": 1, "instances": 2} | {
+            stage: {"all": pair} for stage in ("runtime", "download", "disk load")
+        }
         return out
 
     summary = summarize([run(-0.2), run(0.1), run(0.05)])
@@ -284,6 +288,8 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["runtime_start_beside"]["alone"] == {
         "real_n": 6, "real_s": 1.05, "sim_n": 3, "sim_s": 1.0,
     }  # fmt: skip
+    assert summary["paired_stages"]["pairs"] == 3
+    assert summary["paired_stages"]["runtime"]["all"]["ratio"] == 1.05
     assert summary["with_profile_startup"] == {"ttft_p99_rel_error": 0.1}
     assert summary["ttft_p50_replay_spread"] is None  # no trace replayed twice
 
