@@ -2,8 +2,8 @@
 never fails on time.
 
     python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
-        [--models 10,1000,100000] [--policies locality,startup-aware] [--gpus 8]
-        [--rate-per-server 0.5] [--peer] [--sleep] [--ewl] [--json]
+        [--models 10,1000,100000] [--trace-models K] [--policies locality,startup-aware]
+        [--gpus 8] [--rate-per-server 0.5] [--peer] [--sleep] [--ewl] [--json]
 
 Each cell of the matrix (requests x servers x models x policy) runs in a fresh process, so
 peak memory is the cell's own. The workload: a synthetic trace (`traces.generate`:
@@ -12,7 +12,12 @@ proportionally more load; token lengths resampled from the bundled Azure LLM 202
 trace; models by Zipf popularity over the catalog), on the default cluster with
 `--servers` servers of `--gpus` GPUs and the default catalog, or with `--models`, a
 generated hub of that many models of the bundled catalog's sizes (`[catalog]`,
-docs/configuration.md#generated-catalogs; not with `--ewl`). `--peer`: with peer loading
+docs/configuration.md#generated-catalogs; not with `--ewl`). A bigger catalog drawn by the
+same Zipf is a different workload, mostly cold starts; `--trace-models K` keeps the
+requests and grows only the catalog: the trace asks for the catalog's K most popular
+models, whose sizes and SSD copies are the same in every catalog of at least K. The
+runs then differ only where the rest of the catalog fills the SSDs, so that a download
+must evict to stay; what grows with the catalog is the cost. `--peer`: with peer loading
 on, its default links (docs/peer-loading.md); `--sleep`: idle engines sleep at level 1,
 keeping 2 GiB a GPU, for up to 600 s after the keep-alive; `--ewl`: every model of the
 catalog on an engine of the default start-up, the fixed `instance_startup_s` then the
@@ -86,6 +91,7 @@ def measure(
     sleep: bool = False,
     ewl: bool = False,
     models: int | None = None,
+    trace_models: int | None = None,
 ) -> dict:
     """One cell, in this process."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,7 +100,7 @@ def measure(
         config = read_config(path)
     trace = synthesize(
         np.random.default_rng(seed),
-        list(config.models),
+        list(config.models)[:trace_models],
         rate=rate * servers,
         count=requests,
         reference=traces.reference_tokens,
@@ -110,6 +116,7 @@ def measure(
         "requests": requests,
         "servers": servers,
         "models": len(config.models),
+        "trace_models": trace["model"].nunique(),
         "gpus_per_server": gpus,
         "policy": policy,
         "mechanisms": [name for name, on in (("peer", peer), ("sleep", sleep), ("ewl", ewl)) if on],
@@ -136,13 +143,16 @@ def measure_in_child(
     sleep: bool,
     ewl: bool,
     models: int | None,
+    trace_models: int | None,
 ) -> dict:
     """One cell in a fresh interpreter, so its peak memory is its own."""
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
         "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
     )
-    args = json.dumps([requests, servers, gpus, policy, rate, 0, peer, sleep, ewl, models])
+    args = json.dumps(
+        [requests, servers, gpus, policy, rate, 0, peer, sleep, ewl, models, trace_models]
+    )
     here = str(Path(__file__).parent)
     out = subprocess.run(
         [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
@@ -191,7 +201,14 @@ def main() -> None:
     parser.add_argument(
         "--models", type=_ints, default=[None], help="generated catalogs of these many models"
     )
+    parser.add_argument(
+        "--trace-models",
+        type=int,
+        help="the trace requests only the catalog's K most popular models (default: all)",
+    )
     args = parser.parse_args()
+    if args.trace_models is not None and args.trace_models < 1:
+        parser.error("--trace-models: expected at least 1")
     if args.ewl and args.models != [None]:
         parser.error("--ewl puts the default catalog's models on an engine: not with --models")
     cells = []
@@ -208,12 +225,13 @@ def main() -> None:
             args.sleep,
             args.ewl,
             models,
+            args.trace_models,
         )
         cells.append(cell)
         if not args.json:
             print(
                 f"{policy:>14} {requests:>9,} requests {servers:>5} servers "
-                f"{cell['models']:>7,} models: "
+                f"{cell['models']:>7,} models ({cell['trace_models']:,} requested): "
                 f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
                 f"{cell['events_per_request']:.2f} events/request, "
                 f"{cell['rss_growth_per_request_bytes']:,.0f} B/request",

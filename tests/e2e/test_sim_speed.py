@@ -70,3 +70,20 @@ def test_the_models_axis_generates_catalogs_and_compares_their_cost(repo_root):
     assert [cell["models"] for cell in report["cells"]] == [3, 40]
     (ratio,) = report["scaling"]
     assert ratio["axis"] == "models" and ratio["models"] == 40 and ratio["cost_ratio"] > 0
+
+
+def test_trace_models_holds_the_requests_while_the_catalog_grows(repo_root):
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    out = subprocess.run(
+        [
+            sys.executable, str(script), "--requests", "200", "--servers", "2",
+            "--models", "3,40", "--trace-models", "3", "--policies", "locality", "--json",
+        ],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    small, big = json.loads(out)["cells"]
+    assert (small["models"], big["models"]) == (3, 40)
+    assert small["trace_models"] == big["trace_models"] == 3
+    # The same three models, sized and placed alike, on SSDs with room: the same run.
+    assert small["ttft_p99_s"] == big["ttft_p99_s"]
+    assert small["loads_by_tier"] == big["loads_by_tier"]
