@@ -207,8 +207,10 @@ def main() -> None:
         help="the trace requests only the catalog's K most popular models (default: all)",
     )
     args = parser.parse_args()
-    if args.trace_models is not None and args.trace_models < 1:
-        parser.error("--trace-models: expected at least 1")
+    if args.trace_models is not None:
+        sizes = [len(default_cluster()["models"]) if m is None else m for m in args.models]
+        if not 1 <= args.trace_models <= min(sizes):
+            parser.error(f"--trace-models: expected 1 to {min(sizes)}, the smallest catalog")
     if args.ewl and args.models != [None]:
         parser.error("--ewl puts the default catalog's models on an engine: not with --models")
     cells = []

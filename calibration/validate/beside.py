@@ -25,8 +25,8 @@ def runtime_start_beside(
     """Per company (`alone`, or the kinds beside it joined by "+"), the real and simulated
     start-ups' count and median: `real` is the replay's instances (`Records.instances_frame`),
     `sim` the simulator's instance log."""
-    real_groups = _grouped(*real_spans(real))
-    sim_groups = _grouped(*sim_spans(sim, warmup_s))
+    real_groups = _grouped(real_spans(real))
+    sim_groups = _grouped(sim_spans(sim, warmup_s))
     out = {}
     for label in sorted(set(real_groups) | set(sim_groups), key=company_order):
         r, s = real_groups.get(label, []), sim_groups.get(label, [])
@@ -69,29 +69,31 @@ def _tiers(rows: pd.DataFrame) -> np.ndarray:
     return rows["tier"].astype(str).to_numpy()
 
 
-def _grouped(
-    spawned: np.ndarray,
-    started: np.ndarray,
-    downloaded: np.ndarray,
-    loaded: np.ndarray,
-    tier: np.ndarray,
-) -> dict[str, list[float]]:
+def _grouped(spans: Spans) -> dict[str, list[float]]:
     """Each start-up's runtime under the label of the company it kept."""
-    from_disk = (tier == Tier.SSD) | (tier == Tier.REMOTE)
-    disk_from = np.where(tier == Tier.REMOTE, downloaded, started)
-    downloads = (tier == Tier.REMOTE) & (downloaded > started)
+    spawned, started = spans[0], spans[1]
     groups: dict[str, list[float]] = {}
     for i in np.flatnonzero(np.isfinite(started) & np.isfinite(spawned)):
         a, b = spawned[i], started[i]
-        others = np.arange(len(spawned)) != i
-        company = (
-            overlapping(spawned, started, i),
-            others & from_disk & (disk_from < b) & (loaded > a) & (loaded > disk_from),
-            others & downloads & (started < b) & (downloaded > a),
-        )
-        kinds = [kind for kind, near in zip(KINDS, company, strict=True) if near.any()]
-        groups.setdefault("+".join(kinds) or ALONE, []).append(float(b - a))
+        groups.setdefault(company(spans, i, a, b), []).append(float(b - a))
     return groups
+
+
+def company(spans: Spans, i: int, a: float, b: float) -> str:
+    """The kinds of work of the starts other than start `i` that overlapped the span
+    from `a` to `b` (`alone`, or the kinds joined by "+"): a start-up (spawn to start),
+    a load from SSD (a remote start's part after its download) or a download."""
+    spawned, started, downloaded, loaded, tier = spans
+    others = np.arange(len(spawned)) != i
+    from_disk = (tier == Tier.SSD) | (tier == Tier.REMOTE)
+    disk_from = np.where(tier == Tier.REMOTE, downloaded, started)
+    downloads = (tier == Tier.REMOTE) & (downloaded > started)
+    near = (
+        others & (spawned < b) & (started > a),
+        others & from_disk & (disk_from < b) & (loaded > a) & (loaded > disk_from),
+        others & downloads & (started < b) & (downloaded > a),
+    )
+    return "+".join(kind for kind, hit in zip(KINDS, near, strict=True) if hit.any()) or ALONE
 
 
 def overlapping(begins: np.ndarray, ends: np.ndarray, i: int) -> np.ndarray:

@@ -126,6 +126,8 @@ class RequestTable:
 
     def turned_away(self, i: int) -> None:
         """Request `i` ends unserved (`drop`): no placement, no TTFT."""
+        if self.status.item(i) != _PENDING:
+            raise RuntimeError(f"request #{i} turned away after it ended; this is a bug in thaw")
         self.status[i] = STATUSES.index("dropped")
 
     def time_out_pending(self) -> None:

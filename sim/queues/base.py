@@ -62,7 +62,8 @@ class QueueDiscipline(ABC):
 
     @abstractmethod
     def requeue(self, i: int, model: str) -> None:
-        """Request `i` was preempted: it waits again (a `drain` follows)."""
+        """Request `i` was preempted: it waits again (a `drain` follows), or is turned
+        away."""
 
     @abstractmethod
     def drain(self) -> None:

@@ -5,6 +5,8 @@ request for a arrives. Starting a on server 1 means a slow remote load (16 s); m
 b to server 1 (which holds b on its SSD) frees server 0 for a fast SSD load of a.
 """
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from conftest import GiB, simulate, tiny_config
@@ -183,3 +185,11 @@ def test_a_request_moved_before_its_prefill_started_up_when_its_first_instance_w
     first_token = 9.0 + t.ttft_s[sixth]
     assert first_token == pytest.approx(stop + t.migration_pause_s[sixth] + 2.0, rel=1e-12)
     assert t.prefill_s[sixth] == pytest.approx(t.ttft_s[sixth], rel=1e-12)
+
+
+def test_under_drop_a_preempted_request_is_turned_away(config):
+    sim = simulate(replace(config, queue="drop"), ROWS, "preemption")
+    t = sim.table.frame()
+    assert sim.preemptions == 1 and t["preemptions"][0] == 1
+    assert t["status"][0] == "dropped" and t["server"][0] == -1 and pd.isna(t["ttft_s"][0])
+    assert t["status"][1] == "done" and t["ttft_s"][1] == STARTUP + SSD_LOAD + PREFILL

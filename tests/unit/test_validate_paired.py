@@ -63,6 +63,40 @@ def test_a_replay_that_parts_at_once_pairs_nothing():
     assert empty["pairs"] == 0 and empty["instances"] == 0
 
 
+def test_two_starts_begun_together_pair_in_either_order():
+    real = _real(
+        [("a", 0, "dram", 10.0, 11.0, NAN, 11.1), ("b", 1, "dram", 10.02, 11.0, NAN, 11.1)]
+    )
+    sim = _sim(
+        [
+            ("b", 1, "dram", 10.01, 11.11, 0.1, NAN),  # the simulator started b first
+            ("a", 0, "dram", 10.03, 11.13, 0.1, NAN),
+        ]
+    )
+    out = paired_stages(real, sim, 0.0)
+    assert out["pairs"] == 2 and out["runtime"]["all"]["n"] == 2
+
+
+def test_a_simulated_start_the_replay_never_made_ends_the_pairing():
+    real = _real([("a", 0, "dram", 0.0, 1.0, NAN, 1.1), ("a", 0, "dram", 9.0, 10.0, NAN, 10.1)])
+    sim = _sim(
+        [
+            ("a", 0, "dram", 0.0, 1.1, 0.1, NAN),
+            ("b", 1, "dram", 5.0, 6.1, 0.1, NAN),  # no real twin
+            ("a", 0, "dram", 9.0, 10.1, 0.1, NAN),
+        ]
+    )
+    assert paired_stages(real, sim, 0.0)["pairs"] == 1
+
+
+def test_a_stage_the_replay_never_finished_is_left_out():
+    real = _real([("a", 0, "ssd", 0.0, 1.0, NAN, NAN)])  # cut short while loading
+    sim = _sim([("a", 0, "ssd", 0.0, 2.0, 1.0, NAN)])
+    out = paired_stages(real, sim, 0.0)
+    assert out["pairs"] == 1 and out["runtime"]["all"]["n"] == 1
+    assert out["disk load"] == {"all": {"n": 0, "real_s": None, "sim_s": None, "ratio": None}}
+
+
 def test_repeats_add_their_pairs_and_take_the_median_of_their_figures():
     runs = [paired_stages(REAL, SIM, 0.1), paired_stages(REAL, SIM.assign(server=3), 0.1)]
     out = paired_over_repeats(runs)
