@@ -9,7 +9,7 @@ every module of the package, so adding a policy is adding one file.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar, Protocol
@@ -134,6 +134,12 @@ class ClusterView(Protocol):
     def least_occupied_candidate(self, model: str) -> int | None:
         """Among the servers that can start `model` now, the one with the fewest GPUs in
         use, lowest id on ties (as `least_occupied` over `candidates`, without the scan)."""
+        ...
+
+    def by_occupancy(self, model: str) -> Iterator[int]:
+        """The servers that can start `model` now, fewest GPUs in use first, lowest id on
+        ties, produced as they are read: the first few cost what they are, not a sort of
+        the cluster."""
         ...
 
     def can_start(self, server: int, model: str) -> bool: ...

@@ -8,12 +8,13 @@ decision already claimed; a set with no destination for some member is skipped f
 next cheapest. The destinations are ranked once per decision and model.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import combinations
 
 from policies.base import ClusterView, Decision, Move, Running, Start, least_occupied
 from thaw_kernel.tiers import CACHE_TIERS
 
+_FEW_HOLDERS = 32  # holders of a checkpoint sorted outright; more are picked in order
 # A way to make room on a server: (its cost, the decision), or None if there is none.
 RoomOption = Callable[[int], tuple[float, Start] | None]
 
@@ -52,21 +53,58 @@ def covering_sets(
     return sets
 
 
-def ranked_destinations(view: ClusterView, model: str) -> list[int]:
+class Ranked:
+    """Servers in a fixed order, produced from `source` only as far as they are read, and
+    kept for the next reader: a decision reads the first few of a cluster's servers."""
+
+    def __init__(self, source: Iterator[int]) -> None:
+        self._source = source
+        self._kept: list[int] = []
+
+    def __iter__(self) -> Iterator[int]:
+        k = 0
+        while k < len(self._kept) or self._produce():
+            yield self._kept[k]
+            k += 1
+
+    def __bool__(self) -> bool:
+        return bool(self._kept) or self._produce()
+
+    def _produce(self) -> bool:
+        """Keep the source's next server; False when it has none."""
+        server = next(self._source, None)
+        if server is None:
+            return False
+        self._kept.append(server)
+        return True
+
+
+def ranked_destinations(view: ClusterView, model: str) -> Ranked:
     """The servers with room for `model` now, in locality's order: DRAM holders, then SSD
     holders, then the rest, least occupied first within each."""
-    order: list[int] = []
-    seen: set[int] = set()
-    for group in (view.holders(model, "dram"), view.holders(model, "ssd"), view.candidates(model)):
-        fresh = [s for s in group if s not in seen and view.can_start(s, model)]
-        fresh.sort(key=lambda s: (view.gpus_in_use(s), s))
-        order += fresh
-        seen.update(fresh)
-    return order
+    return Ranked(_locality_order(view, model))
+
+
+def _locality_order(view: ClusterView, model: str) -> Iterator[int]:
+    dram, ssd = view.holders(model, "dram"), view.holders(model, "ssd")
+    yield from _held(view, model, dram, ())
+    yield from _held(view, model, ssd, dram)
+    yield from (s for s in view.by_occupancy(model) if s not in dram and s not in ssd)
+
+
+def _held(
+    view: ClusterView, model: str, holders: Collection[int], skip: Collection[int]
+) -> Iterator[int]:
+    """The servers of `holders` but not of `skip` with room for `model`, least occupied
+    first: a few sorted, many picked out of the cluster's order as it is read."""
+    if len(holders) <= _FEW_HOLDERS:
+        ready = [s for s in holders if s not in skip and view.can_start(s, model)]
+        return iter(sorted(ready, key=lambda s: (view.gpus_in_use(s), s)))
+    return (s for s in view.by_occupancy(model) if s in holders and s not in skip)
 
 
 def destinations(
-    view: ClusterView, leaving: tuple[Running, ...], ranked: Callable[[str], list[int]]
+    view: ClusterView, leaving: tuple[Running, ...], ranked: Callable[[str], Iterable[int]]
 ) -> list[int] | None:
     """Where each of `leaving` continues, or None if they cannot all be placed at once.
 
@@ -100,19 +138,19 @@ def cheapest_moves(
     server: int,
     model: str,
     cost: Callable[[Running], float],
-    ranks: dict[str, list[int]] | None = None,
+    ranks: dict[str, Ranked] | None = None,
 ) -> tuple[tuple[Running, ...], tuple[Move, ...]] | None:
     """The cheapest set of migrations that makes room for `model` on `server`, or None.
     `ranks`, shared by the calls of one decision (the view does not change within it),
     keeps each model's ranked destinations, so they are ranked once per decision."""
     ranks = {} if ranks is None else ranks
-    others: dict[str, list[int]] = {}
+    others: dict[str, Ranked] = {}
 
-    def ranked(m: str) -> list[int]:
+    def ranked(m: str) -> Ranked:
         if m not in others:
             if m not in ranks:
                 ranks[m] = ranked_destinations(view, m)
-            others[m] = [s for s in ranks[m] if s != server]
+            others[m] = Ranked(s for s in ranks[m] if s != server)
         return others[m]
 
     if view.total_available_gpus() < view.gpus_needed(model):

@@ -20,7 +20,7 @@ from policies.base import (
     nearest,
     register,
 )
-from policies.displacement import cheapest_moves, first_round_cost, start_or_make_room
+from policies.displacement import Ranked, cheapest_moves, first_round_cost, start_or_make_room
 
 
 @register("migration")
@@ -29,7 +29,7 @@ class Migration(Policy):
 
     def place(self, request: Request, view: ClusterView) -> Decision:
         model = request.model
-        ranks: dict[str, list[int]] = {}  # the migrations' destinations, per model
+        ranks: dict[str, Ranked] = {}  # the migrations' destinations, per model
 
         def migrate_off(server: int) -> tuple[float, Start] | None:
             cost = first_round_cost(view, server)

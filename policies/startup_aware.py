@@ -30,7 +30,7 @@ from policies.base import (
     Wake,
     register,
 )
-from policies.displacement import cheapest_moves, first_round_cost
+from policies.displacement import Ranked, cheapest_moves, first_round_cost
 from policies.estimator import migration_start_s, start_s
 from thaw_kernel.tiers import CACHE_TIERS
 
@@ -51,7 +51,7 @@ class StartupAware(Policy):
             Wake(s.server, s.instance, s.wake_s) for s in view.sleeping(model)
         ]
         holders: set[int] = set()
-        ranks: dict[str, list[int]] = {}  # the migrations' destinations, per model
+        ranks: dict[str, Ranked] = {}  # the migrations' destinations, per model
         for tier in CACHE_TIERS:
             tier_holders = [s for s in view.holders(model, tier) if s not in holders]
             holders.update(tier_holders)
@@ -74,7 +74,7 @@ class StartupAware(Policy):
 
     @staticmethod
     def _migration_option(
-        view: ClusterView, server: int, model: str, hidden_s: float, ranks: dict[str, list[int]]
+        view: ClusterView, server: int, model: str, hidden_s: float, ranks: dict[str, Ranked]
     ) -> list[Start]:
         found = cheapest_moves(view, server, model, first_round_cost(view, server), ranks)
         if found is None:

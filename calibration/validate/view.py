@@ -20,7 +20,7 @@ cost model (`sim.model.migration.round_cost`); `sleeping` lists none: the replay
 engines do not sleep.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from policies.base import RoundCost, Running, Sleeping
 from sim.model.cache import CheckpointCache
@@ -127,7 +127,10 @@ class Books:
             yield from bucket
 
     def least_occupied_candidate(self, model: str) -> int | None:
-        return min(self.candidates(model), key=lambda s: (self.gpus_in_use(s), s), default=None)
+        return next(self.by_occupancy(model), None)
+
+    def by_occupancy(self, model: str) -> Iterator[int]:
+        return iter(sorted(self.candidates(model), key=lambda s: (self.gpus_in_use(s), s)))
 
     def can_start(self, server: int, model: str) -> bool:
         return self.available_gpus(server) >= 1

@@ -285,6 +285,10 @@ def _check_indexes(sim: "Audited") -> None:
             _fail(sim, f"server {server.id}: indexed under the wrong available-GPU count")
     if total != cluster.total_available_gpus():
         _fail(sim, f"{total} GPUs available, the cluster counts {cluster.total_available_gpus()}")
+    for model in cluster.models:
+        scanned = sorted(cluster.candidates(model), key=lambda s: (cluster.gpus_in_use(s), s))
+        if list(cluster.by_occupancy(model)) != scanned:
+            _fail(sim, f"model {model}: servers by occupancy out of order")
 
 
 def check_outcome(sim: "Audited") -> None:

@@ -6,6 +6,7 @@ exactly k available GPUs (updated whenever an instance takes, idles or frees GPU
 class is also the policies' read-only `ClusterView`.
 """
 
+import heapq
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -148,17 +149,22 @@ class Cluster:
             yield from bucket
 
     def least_occupied_candidate(self, model: str) -> int | None:
-        # Per group, the fullest bucket of available GPUs holds its least occupied
-        # servers, lowest id first: one look per group, whatever the cluster's size.
-        best = None
-        for g in self._groups_for[model]:
-            buckets = self._sorted_by_available[g]
-            for available in range(len(buckets) - 1, self.models[model].gpus - 1, -1):
-                if buckets[available]:
-                    key = (len(buckets) - 1 - available, buckets[available][0])
-                    best = key if best is None else min(best, key)
-                    break
-        return None if best is None else best[1]
+        return next(self.by_occupancy(model), None)
+
+    def by_occupancy(self, model: str) -> Iterator[int]:
+        # Each group's servers least occupied first, the groups merged on GPUs in use.
+        need = self.models[model].gpus
+        ordered = [self._least_occupied_first(g, need) for g in self._groups_for[model]]
+        for _, s in ordered[0] if len(ordered) == 1 else heapq.merge(*ordered):
+            yield s
+
+    def _least_occupied_first(self, group: int, need: int) -> Iterator[tuple[int, int]]:
+        """(GPUs in use, server) for the servers of `group` with at least `need` GPUs
+        available: its buckets from the most available down, each in id order."""
+        buckets, gpus = self._sorted_by_available[group], self._config.servers[group].gpus
+        for available in range(gpus, need - 1, -1):
+            for s in buckets[available]:
+                yield gpus - available, s
 
     def can_start(self, server: int, model: str) -> bool:
         return self.can_host(server, model) and (

@@ -8,6 +8,7 @@ the reservation whole. The estimator and every policy thus price and choose only
 that leave the reservation whole.
 """
 
+import heapq
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -90,6 +91,13 @@ class ReservedView:
         if best != self.server:
             return best
         return least_occupied(self.candidates(model), self)
+
+    def by_occupancy(self, model: str) -> Iterator[int]:
+        # The reserved server looks busier by the GPUs it hides: it moves back in the
+        # order, or out of it; every other server keeps its place.
+        others = (s for s in self._cluster.by_occupancy(model) if s != self.server)
+        reserved = [self.server] if self.can_start(self.server, model) else []
+        return heapq.merge(others, reserved, key=lambda s: (self.gpus_in_use(s), s))
 
     def holders(self, model: str, tier: str) -> "IndexedSet":
         return self._cluster.holders(model, tier)

@@ -7,6 +7,7 @@ import pytest
 
 from policies import get_policy, policy_names
 from policies.base import Move, Request, RoundCost, Running, Sleeping, Start, Wait, Wake
+from policies.displacement import Ranked, ranked_destinations
 from thaw_kernel.stages import default_steps
 
 LOAD_S = {"dram": 1.0, "ssd": 4.0, "remote": 16.0}
@@ -46,8 +47,11 @@ class View:
     def candidate(self, model, k):
         return self.candidates(model)[k]
 
+    def by_occupancy(self, model):
+        return iter(sorted(self.candidates(model), key=lambda s: (self.in_use[s], s)))
+
     def least_occupied_candidate(self, model):
-        return min(self.candidates(model), key=lambda s: (self.in_use[s], s), default=None)
+        return next(self.by_occupancy(model), None)
 
     def can_start(self, server, model):
         return 4 - self.in_use[server] >= self.gpus_needed(model)
@@ -210,3 +214,36 @@ def test_migration_finds_destinations_for_every_displaced_instance_if_any_exist(
         busy={0: [busy(1, "x", 1, 10), busy(2, "y", 2, 10), busy(3, "huge", 1, 10)]},
     )
     assert place("migration", view, "huge") == Start(0, migrate=(Move(1, 2), Move(2, 1)))
+
+
+def test_ranked_servers_are_produced_only_as_far_as_they_are_read():
+    produced = []
+
+    def source():
+        for s in (3, 1, 2):
+            produced.append(s)
+            yield s
+
+    ranked = Ranked(source())
+    assert ranked and produced == [3]
+    first, second = iter(ranked), iter(ranked)
+    assert next(first) == 3 and next(second) == 3 and produced == [3]
+    assert list(first) == [1, 2] and list(second) == [1, 2] and produced == [3, 1, 2]
+    assert not Ranked(iter(()))
+
+
+@pytest.mark.parametrize("holders", [3, 40])  # sorted outright, and picked in order
+def test_destinations_rank_dram_then_ssd_holders_then_the_rest(holders):
+    in_use = [(7 * s) % 5 for s in range(100)]  # 4 in use: no room for a 1-GPU model
+    dram = list(range(0, 2 * holders, 2))
+    ssd = list(range(1, 100, 3))
+    view = View(in_use, dram={"a": dram}, ssd={"a": ssd})
+
+    def least_occupied_first(servers):
+        return sorted((s for s in servers if in_use[s] < 4), key=lambda s: (in_use[s], s))
+
+    rest = [s for s in range(100) if s not in dram and s not in ssd]
+    expected = least_occupied_first(dram)
+    expected += least_occupied_first(s for s in ssd if s not in dram)
+    expected += least_occupied_first(rest)
+    assert list(ranked_destinations(view, "a")) == expected

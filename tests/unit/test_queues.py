@@ -152,11 +152,20 @@ def test_a_reservation_hides_its_gpus_from_every_other_decision(tmp_path):
     assert not view.can_start(0, "a") and view.can_start(1, "a")
     assert list(view.candidates("a")) == [1] and view.candidate_count("a") == 1
     assert view.candidate("a", 0) == 1 and view.least_occupied_candidate("a") == 1
+    assert list(view.by_occupancy("a")) == [1]
     assert view.running(0) == []
     request = Request(0, "a", 0.0, 512, 1)
     for policy in ("random", "locality", "migration", "startup-aware", "preemption"):
         decision = get_policy(policy)(np.random.default_rng(0)).place(request, view)
         assert isinstance(decision, Start) and decision.server == 1, policy
+
+
+def test_a_reservation_moves_its_server_back_in_the_order_of_occupancy(tmp_path):
+    cluster = Cluster(config(tmp_path, "backfill", CATALOG, count=2, gpus=4), Clock())
+    view = ReservedView(cluster, 0, 2)
+    assert list(cluster.by_occupancy("a")) == [0, 1]  # both idle: by id
+    assert list(view.by_occupancy("a")) == [1, 0]  # 0 looks 2 GPUs busier
+    assert list(ReservedView(cluster, 0, 4).by_occupancy("a")) == [1]  # 0 holds none
 
 
 def test_a_reservation_leaves_the_gpus_beyond_it(tmp_path):
