@@ -55,7 +55,8 @@ def covering_sets(
 
 class Ranked:
     """Servers in a fixed order, produced from `source` only as far as they are read, and
-    kept for the next reader: a decision reads the first few of a cluster's servers."""
+    kept for the next reader: a decision reads the first few of a cluster's servers. The
+    source reads the view's live indexes, so a `Ranked` serves one decision only."""
 
     def __init__(self, source: Iterator[int]) -> None:
         self._source = source

@@ -285,10 +285,13 @@ def _check_indexes(sim: "Audited") -> None:
             _fail(sim, f"server {server.id}: indexed under the wrong available-GPU count")
     if total != cluster.total_available_gpus():
         _fail(sim, f"{total} GPUs available, the cluster counts {cluster.total_available_gpus()}")
-    for model in cluster.models:
-        scanned = sorted(cluster.candidates(model), key=lambda s: (cluster.gpus_in_use(s), s))
-        if list(cluster.by_occupancy(model)) != scanned:
-            _fail(sim, f"model {model}: servers by occupancy out of order")
+    for g, group in enumerate(sim.config.servers):  # each group's order, for each need
+        members = [s for s in cluster.servers if s.group_index == g]
+        for need in range(1, group.gpus + 1):
+            ordered = [s for _, s in cluster._least_occupied_first(g, need)]
+            room = [s.id for s in members if s.available_gpus >= need]
+            if ordered != sorted(room, key=lambda s: (cluster.gpus_in_use(s), s)):
+                _fail(sim, f"group {g}: servers with {need} GPUs free out of occupancy order")
 
 
 def check_outcome(sim: "Audited") -> None:

@@ -149,7 +149,18 @@ class Cluster:
             yield from bucket
 
     def least_occupied_candidate(self, model: str) -> int | None:
-        return next(self.by_occupancy(model), None)
+        # Per group, the fullest bucket of available GPUs holds its least occupied
+        # servers, lowest id first: one look per group, whatever the cluster's size (the
+        # first of `by_occupancy`, without its generators: every queue retry asks).
+        best = None
+        for g in self._groups_for[model]:
+            buckets = self._sorted_by_available[g]
+            for available in range(len(buckets) - 1, self.models[model].gpus - 1, -1):
+                if buckets[available]:
+                    key = (len(buckets) - 1 - available, buckets[available][0])
+                    best = key if best is None else min(best, key)
+                    break
+        return None if best is None else best[1]
 
     def by_occupancy(self, model: str) -> Iterator[int]:
         # Each group's servers least occupied first, the groups merged on GPUs in use.

@@ -236,7 +236,7 @@ def test_ranked_servers_are_produced_only_as_far_as_they_are_read():
 def test_destinations_rank_dram_then_ssd_holders_then_the_rest(holders):
     in_use = [(7 * s) % 5 for s in range(100)]  # 4 in use: no room for a 1-GPU model
     dram = list(range(0, 2 * holders, 2))
-    ssd = list(range(1, 100, 3))
+    ssd = list(range(1, 2 * holders + 20, 3))
     view = View(in_use, dram={"a": dram}, ssd={"a": ssd})
 
     def least_occupied_first(servers):
