@@ -195,7 +195,9 @@ def _validate_policy(
     after = probe(scenario, layout)
     predicting = reprobed(profile, before, after, layout.work / f"{policy}-profile.json")
     predicted, _ = read_profile(predicting)
+    warmup_s = predicted.get("warmup_s", 0.0)
     real = records.frame()
+    instances = records.instances_frame()
     simulated, sim_instances = simulate(layout, predicting, policy, seed)
     real_ttft = real["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
@@ -203,7 +205,7 @@ def _validate_policy(
     files: dict[str, pd.DataFrame | bytes] = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
-        f"{policy}-instances.csv": records.instances_frame(),
+        f"{policy}-instances.csv": instances,
         f"{policy}-sim-instances.csv": sim_instances,
         f"{policy}-profile.json": predicting.read_bytes(),
     }
@@ -232,12 +234,8 @@ def _validate_policy(
         "loads_by_tier_real": loads_by_tier_real(records),
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
-        "runtime_start_beside": runtime_start_beside(
-            records.instances_frame(), sim_instances, predicted.get("warmup_s", 0.0)
-        ),
-        "paired_stages": paired_stages(
-            records.instances_frame(), sim_instances, predicted.get("warmup_s", 0.0)
-        ),
+        "runtime_start_beside": runtime_start_beside(instances, sim_instances, warmup_s),
+        "paired_stages": paired_stages(instances, sim_instances, warmup_s),
     }
     return result, files, after
 

@@ -12,7 +12,7 @@ import heapq
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from policies.base import RoundCost, Running, Sleeping, least_occupied
+from policies.base import RoundCost, Running, Sleeping
 from thaw_kernel.stages import Step
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class ReservedView:
         best = self._cluster.least_occupied_candidate(model)
         if best != self.server:
             return best
-        return least_occupied(self.candidates(model), self)
+        return next(self.by_occupancy(model), None)
 
     def by_occupancy(self, model: str) -> Iterator[int]:
         # The reserved server looks busier by the GPUs it hides: it moves back in the
