@@ -71,6 +71,7 @@ def tiny_config(
     network: str = "1GiB/s",
     host_cores: float = 32,
     servers_per_host: int = 1,
+    company_slowdown: float = 0.0,
     model_keys: str = "",
     extra: str = "",
 ) -> ClusterConfig:
@@ -86,7 +87,8 @@ def tiny_config(
         keep_alive=keep_alive,
         network=network,
         # The group's last two keys (TINY's own placeholders stay as other tests fill them).
-        host_cores=f"{host_cores}\nservers_per_host = {servers_per_host}",
+        host_cores=f"{host_cores}\nservers_per_host = {servers_per_host}"
+        + (f"\nstartup_company_slowdown = {company_slowdown}" if company_slowdown else ""),
         model_keys=model_keys,
     )
     path.write_text(text + extra)

@@ -30,6 +30,9 @@ HOST_CORES_MIN = 0.01  # effective cores may be fractional; a hundredth of one i
 # A load's CPU per GB: a core copies and sums several GB/s, so a small VM's load takes
 # about a CPU-second a GB (docs/calibration.md); a thousand is a slip.
 CPU_S_PER_GB = 1000.0
+# A start-up's slowdown beside other CPU work, below saturation: shared caches and SMT
+# siblings cost a few to tens of percent (docs/model.md); ten times slower is a slip.
+COMPANY_SLOWDOWN = 10.0
 MAX_BATCH = 2**20  # serving engines batch hundreds of requests, not a million
 LAYERS = 100_000  # transformers have 24-128 layers
 MIGRATION_ROUNDS = 1_000_000  # ServerlessLLM's migrations converge in a handful of rounds

@@ -9,7 +9,8 @@ sweep, the real loader cold and warm, safetensors cold and warm, on a checkpoint
 into `--dir`; then 1, 2 and 4 processes loading their own copies of a random checkpoint
 at once), host-to-device copies, an instance's start-up cost, decode and prefill of a
 reference model, token migration to a second process, and with `--remote-rate`
-downloads through the remote store paced to that rate (`calibration.remote`). Then fits
+downloads through the remote store paced to that rate (`calibration.remote`) and
+start-ups beside them. Then fits
 the cost models, checks that the figures are physically possible together, and writes
 the profile (sim/config/profile.py's schema) atomically. Its working files in `--dir`
 are removed at the end. `--quick` (under a minute on a 2-core VM) is for tests, not for
@@ -44,8 +45,11 @@ from calibration.measure.plausibility import check
 from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settings
 from calibration.measure.startup_probe import (
+    BESIDE_DOWNLOAD,
     BESIDE_LOAD,
     CONCURRENCY,
+    DOWNLOAD_STRETCH,
+    measure_beside_download,
     measure_startups,
 )
 from calibration.measure.storage_probe import (
@@ -221,6 +225,13 @@ def _measure_all(
     if remote_rate is not None:
         _step(8, steps, "remote store: downloads through its paced link")
         results |= measure_remote(copies[0], scratch, remote_rate, chosen.remote_downloads, _say)
+        pairs = 2 * chosen.startup_runs
+        results |= measure_beside_download(device, copies[0], scratch, remote_rate, pairs)
+        _say(
+            f"a start-up beside a download: {results[BESIDE_DOWNLOAD].median:.2f} s, "
+            f"{results[DOWNLOAD_STRETCH].median:.3f}x the one alone before it (medians of "
+            f"{pairs})"
+        )
     points = {"decode": decode, "prefill": prefill, "migration": migration}
     return results, points, payload, model_bytes(model)
 

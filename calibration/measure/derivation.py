@@ -16,13 +16,26 @@ well as that model can (sim/config/profile.py documents the fields):
 - `startup_cpu_s`: the CPU-seconds that process spent until then (its own clock), at
   most its wall time;
 - `host_cores`: the cores whose fluid model best explains start-ups stretching, begun
-  together and beside a load from SSD (`calibration.measure.host_cores`);
+  together and beside a load from SSD (`calibration.measure.host_cores`), given the
+  slowdown below;
+- `startup_company_slowdown`, only with `--remote-rate`: how much a start-up's CPU-bound
+  part stretched beside a download, which asks a fraction of a core: on a host whose
+  cores share caches, memory bandwidth or SMT siblings, any company slows a start-up
+  before the cores run out, which core sharing alone cannot express. From the median of
+  each such start-up's time over that of one alone just before it, so that drift moves
+  both alike;
 - `warmup_s`: after the load, building the model and its first pass's one-time costs,
   in a fresh process (`calibration.measure.warmup_probe`);
 - `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
   slope of the line through it that fits the other batch sizes best;
-- `recompute_tokens_per_s`: the rate that fits the prefill times best (the simulator's
-  prefill takes tokens / rate, with no fixed term);
+- `prefill_fixed_s`, `recompute_tokens_per_s`: a prefill pass reads every weight once,
+  as a decode step does, whatever its tokens, and then computes on each token: its
+  fixed part is the decode step at batch 1, and the rate is the one that fits best what
+  the measured prefills took beyond it (the simulator's prefill takes
+  `fixed + tokens / rate`, both scaled by a model's size as the decode step is). On the
+  project's VM, a rate fitted through the origin on a reference model of 14 MB, whose
+  weights the caches hold, priced a 48-token prefill of a 130 MB decoder at 23 ms
+  against 41 ms measured (`calibration.validate`'s `inference_speeds`);
 - `migration_fixed_s`: what a stop-and-copy round costs beyond recomputing its tokens
   at that rate (the simulator's round is `fixed + tokens / rate` plus the tokens'
   bytes over the network, which on one machine is a pipe), fitted in relative terms:
@@ -65,7 +78,7 @@ from calibration.measure.linear_fit import (
 )
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile
-from calibration.measure.startup_probe import BESIDE_LOAD
+from calibration.measure.startup_probe import BESIDE_LOAD, DOWNLOAD_STRETCH
 
 
 def derive(
@@ -88,9 +101,10 @@ def derive(
     """
     if decode.x[0] != 1:
         raise ValueError("the decode points must begin at batch 1")
+    pass_s = decode.y[0]  # what a pass costs whatever its tokens: reading every weight
     fits = {
-        "decode": fit_through(decode, 1.0, decode.y[0]),
-        "prefill": fit_through_origin(prefill),
+        "decode": fit_through(decode, 1.0, pass_s),
+        "prefill": fit_through_origin(Points(prefill.x, tuple(y - pass_s for y in prefill.y))),
         "migration_free": fit_line(migration),
     }
     for name in ("prefill", "migration_free"):
@@ -109,6 +123,7 @@ def derive(
             fits["decode"].slope, "decode_step_per_request_s", notes
         ),
         "recompute_tokens_per_s": rate,
+        "prefill_fixed_s": pass_s,
         "migration_fixed_s": _at_least_zero(
             fits["migration"].intercept, "migration_fixed_s", notes
         ),
@@ -135,7 +150,14 @@ def derive(
         if name in measurements:
             derived[f"{key}_cpu_s_per_byte"] = measurements[name].median
     derived["startup_cpu_s"] = cpu
-    derived["host_cores"] = fit_host_cores(alone, cpu, _stretches(measurements, derived), cpus)
+    derived |= _company_slowdown(measurements, derived, alone, cpu, cpus, notes)
+    derived["host_cores"] = fit_host_cores(
+        alone,
+        cpu,
+        _stretches(measurements, derived),
+        cpus,
+        derived.get("startup_company_slowdown", 0.0),
+    )
     derived["warmup_s"] = measurements["instance_warmup"].median
     rates = [length / seconds for length, seconds in zip(prefill.x, prefill.y, strict=True)]
     notes.append(
@@ -160,6 +182,34 @@ def _stretches(measurements: dict[str, Measurement], derived: dict[str, float]) 
         load = derived["load_cpu_s_per_byte"] * derived["ssd_read_bytes_per_s"]
         stretches.append(Stretch(measurements[BESIDE_LOAD].median, (load,)))
     return stretches
+
+
+def _company_slowdown(
+    measurements: dict[str, Measurement],
+    derived: dict[str, float],
+    alone_s: float,
+    cpu_s: float,
+    cpus: int,
+    notes: list[str],
+) -> dict[str, float]:
+    """`startup_company_slowdown`, where a start-up was timed beside a download: what its
+    CPU-bound part stretched by, the download asking too little of the cores for their
+    sharing to explain any of it (the module's docstring says why)."""
+    if DOWNLOAD_STRETCH not in measurements or cpu_s <= 0:
+        return {}
+    stretch = measurements[DOWNLOAD_STRETCH].median
+    slowdown = max(0.0, (stretch - 1) * alone_s / cpu_s)
+    asked = derived.get("download_cpu_s_per_byte", 0.0) * derived["network_bytes_per_s"]
+    notes.append(
+        f"a start-up beside a download ({asked:.2f} cores) took {stretch:.3f}x its time "
+        f"alone: startup_company_slowdown {slowdown:.3f}"
+    )
+    if 1 + asked > cpus:
+        notes.append(
+            "the start-up and the download asked more than the cores the OS reports: part "
+            "of that stretch is their sharing, and startup_company_slowdown overstates it"
+        )
+    return {"startup_company_slowdown": slowdown}
 
 
 def _at_least_zero(value: float, name: str, notes: list[str]) -> float:

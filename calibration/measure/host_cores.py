@@ -8,7 +8,9 @@ cores takes `fixed + cpu / min(1, rate)`, where `fixed = alone - cpu` is the res
 start-up alone. The fit is the core count c from 1 up, in steps
 of `STEP`, with the least squared error over the measured stretches: start-ups begun
 together, and a start-up beside a load (a start-up that only ever met its own kind
-would not say what a load costs it).
+would not say what a load costs it). Where the profile has the start-up's slowdown in
+any company (`startup_company_slowdown`, measured beside a download), every stretch is
+priced with it, as the simulator runs it, and the cores explain only what remains.
 
 c need not be whole: on a virtual machine, or cores that share caches and memory
 bandwidth (or SMT siblings), two start-ups slow each other before the cores run out,
@@ -21,8 +23,7 @@ more.
 import math
 from dataclasses import dataclass
 
-from sim.model.fairshare import proportional_rates
-from sim.model.server import CORES
+from sim.model.server import CORES, STARTUP_CPU, rates_in_company
 
 STEP = 0.01
 
@@ -41,13 +42,17 @@ def at_once(k: int, wall_s: float) -> Stretch:
     return Stretch(wall_s, (1.0,) * (k - 1))
 
 
-def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most: int) -> float:
+def fit_host_cores(
+    alone_s: float, cpu_s: float, stretches: list[Stretch], most: int, slowdown: float = 0.0
+) -> float:
     """The fitted effective cores, from the start-up alone (wall and CPU seconds) and its
-    median wall time beside other flows."""
+    median wall time beside other flows, given its `slowdown` in any company."""
     fixed = alone_s - cpu_s
 
     def error(cores: float) -> float:
-        return sum((s.wall_s - fixed - cpu_s / _share(cores, s.beside)) ** 2 for s in stretches)
+        return sum(
+            (s.wall_s - fixed - cpu_s / _share(cores, s.beside, slowdown)) ** 2 for s in stretches
+        )
 
     top = max(1 + sum(s.beside) for s in stretches)  # beyond it, nothing stretches
     grid = [round(1 + i * STEP, 2) for i in range(math.floor(round((top - 1) / STEP, 6)) + 1)]
@@ -56,8 +61,8 @@ def fit_host_cores(alone_s: float, cpu_s: float, stretches: list[Stretch], most:
     return float(max(most, top)) if best == grid[-1] else best
 
 
-def _share(cores: float, beside: tuple[float, ...]) -> float:
+def _share(cores: float, beside: tuple[float, ...], slowdown: float) -> float:
     """The cores a start-up (capped at one) gets beside flows capped at `beside`, as the
     simulator's host cores share them."""
-    flows = [(CORES, 1.0)] + [(CORES, cap) for cap in beside]
-    return proportional_rates(flows, {CORES[0]: cores})[0]
+    flows = [(STARTUP_CPU, 1.0)] + [(CORES, cap) for cap in beside]
+    return rates_in_company(slowdown, flows, {CORES[0]: cores, STARTUP_CPU[1]: math.inf})[0]

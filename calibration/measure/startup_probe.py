@@ -13,7 +13,10 @@ a load from SSD (a reader process loading a cold checkpoint again and again whil
 start-ups are timed one at a time: the page faults, copies and checksums of a load take
 cores a start-up wants, and on the project's VM a real replay's start-ups stretched more
 beside a load than beside another start-up). How much they stretch is what `host_cores`
-is fitted to (`calibration.measure.host_cores`).
+is fitted to (`calibration.measure.host_cores`). With a remote store, a start-up is also
+timed beside a download, whose fraction of a core leaves the cores far from saturation:
+what it still stretches is the start-up's slowdown in any company (shared caches,
+memory bandwidth, SMT siblings), `startup_company_slowdown`.
 """
 
 import subprocess
@@ -26,14 +29,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from calibration.checkpoint.format import BLOB_NAME
-from calibration.checkpoint.pagecache import make_cold
+from calibration.checkpoint.pagecache import make_cold, make_warm
 from calibration.checkpoint.reader import buffer_bytes
 from calibration.measure.disk_readers import LOAD_COMMAND, Readers
+from calibration.measure.downloader import downloading
 from calibration.measure.measurement import Measurement
+from calibration.remote.running import running_store
 
 READY = "ready"
 CONCURRENCY = (2, 4)  # start-ups at once, beside the ones timed alone
 BESIDE_LOAD = "instance_startup_beside_load"
+BESIDE_DOWNLOAD = "instance_startup_beside_download"
+DOWNLOAD_STRETCH = "instance_startup_download_stretch"
 
 
 def measure_startups(
@@ -117,6 +124,32 @@ def loading(reader: Readers, checkpoint: Path) -> Iterator[None]:
         loader.join()
     if failed:
         raise failed[0]
+
+
+def measure_beside_download(
+    device: str, checkpoint: Path, scratch: Path, rate: float, pairs: int
+) -> dict[str, Measurement]:
+    """A start-up beside a download from the remote store at `rate` (bytes/s), which asks
+    a fraction of a core, far below the cores' saturation: how much any company slows a
+    start-up before the cores run out (`startup_company_slowdown`). `pairs` times, a
+    start-up alone and then one begun while a process downloads `checkpoint` again and
+    again, so that drift moves both alike:
+
+    - `BESIDE_DOWNLOAD`: each start-up beside the downloads, wall seconds;
+    - `DOWNLOAD_STRETCH`: each one's wall time over that of the one alone just before.
+    """
+    alone, beside = [], []
+    make_warm(str(checkpoint / BLOB_NAME))  # the store's copy: not this disk's reads
+    with running_store(checkpoint.parent, rate) as store:
+        for _ in range(pairs):
+            alone.append(time_to_ready(spawn(device), time.perf_counter())[0])
+            with downloading(store.url, checkpoint.name, scratch / "downloaded"):
+                beside.append(time_to_ready(spawn(device), time.perf_counter())[0])
+    stretch = tuple(b / a for a, b in zip(alone, beside, strict=True))
+    return {
+        BESIDE_DOWNLOAD: Measurement(tuple(beside), "s", True),
+        DOWNLOAD_STRETCH: Measurement(stretch, "ratio", True),
+    }
 
 
 def spawn(device: str) -> subprocess.Popen:

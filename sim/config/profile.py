@@ -25,10 +25,14 @@ start-up's CPU figures, still loads):
                                     SSD takes per byte (page faults, copies, checksums)
         "download_cpu_s_per_byte":  version 2, optional: the same for a download from the
                                     remote store
+        "startup_company_slowdown": version 2, optional: how much slower a start-up runs
+                                    beside a download, below the cores' saturation
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
         "decode_step_s":            one decode step of that model at batch 1
         "decode_step_per_request_s": what each extra request in the batch adds to a step
         "recompute_tokens_per_s":   prefill (= KV recompute) tokens/s of that model
+        "prefill_fixed_s":          version 2, optional: a prefill pass's fixed part (the
+                                    rate is then what it takes beyond it)
         "migration_fixed_s":        b of the migration round cost a * tokens + b
         "migration_per_token_s":    a, as fitted (kept for the record: the simulator
                                     derives a from the network and the recompute rate)
@@ -38,10 +42,12 @@ start-up's CPU figures, still loads):
 Applying it (`apply`): every server group takes the bandwidths; every model takes
 inference speeds scaled from the reference model by its weights per GPU (decoding reads
 every weight once a step, so its step time grows with them; a prefill's work grows with
-the parameters, so its rate falls with them); the migration rounds take the fixed cost.
+the parameters, so its rate falls with them, and its fixed part, where the profile has
+one, grows with them as a step does); the migration rounds take the fixed cost.
 A version-2 profile also sets every group's `host_cores` (and `host_disk`, where it has
 `host_disk_bytes_per_s`: the disk a host's servers share; `load_cpu_s_per_gb` and
-`download_cpu_s_per_gb`, where it has their CPU per byte) and creates the engine
+`download_cpu_s_per_gb`, where it has their CPU per byte; `startup_company_slowdown`,
+where it has it) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
 CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
 has one (a fixed stage); every model without an engine of its own takes it.
@@ -78,6 +84,8 @@ _DERIVED_V2_OPTIONAL = (
     "host_disk_bytes_per_s",
     "load_cpu_s_per_byte",
     "download_cpu_s_per_byte",
+    "startup_company_slowdown",
+    "prefill_fixed_s",
 )
 _MAY_BE_ZERO = (
     "decode_step_per_request_s",
@@ -87,6 +95,8 @@ _MAY_BE_ZERO = (
     "warmup_s",
     "load_cpu_s_per_byte",
     "download_cpu_s_per_byte",
+    "startup_company_slowdown",
+    "prefill_fixed_s",
 )
 _MEASUREMENT = ("n", "median", "min", "max", "unit", "page_cache_possible")
 
@@ -170,6 +180,11 @@ def parse(document: Any) -> dict[str, float]:
             )
         if derived["startup_cpu_s"] > derived["instance_startup_s"]:
             raise InputError("derived.startup_cpu_s: more than instance_startup_s")
+        if derived.get("startup_company_slowdown", 0.0) > bounds.COMPANY_SLOWDOWN:
+            raise InputError(
+                f"derived.startup_company_slowdown: expected at most {bounds.COMPANY_SLOWDOWN:g} "
+                f"(thaw_kernel/bounds.py), got {derived['startup_company_slowdown']!r}"
+            )
     return derived
 
 
@@ -211,6 +226,9 @@ def apply(
             f"models.{name}.{key}"
             for key in ("decode_step_s", "decode_step_per_request_s", "prefill_tokens_per_s")
         ]
+        if "prefill_fixed_s" in derived:
+            model["prefill_fixed_s"] = derived["prefill_fixed_s"] * scale
+            applied.append(f"models.{name}.prefill_fixed_s")
     table["migration"]["round_overhead_s"] = derived["migration_fixed_s"]
     applied.append("migration.round_overhead_s")
     if "host_cores" in derived:
@@ -234,6 +252,9 @@ def _apply_startup(
             if f"{kind}_cpu_s_per_byte" in derived:
                 group[f"{kind}_cpu_s_per_gb"] = derived[f"{kind}_cpu_s_per_byte"] * 1e9
                 applied.append(f"servers[{i}].{kind}_cpu_s_per_gb")
+        if "startup_company_slowdown" in derived:
+            group["startup_company_slowdown"] = derived["startup_company_slowdown"]
+            applied.append(f"servers[{i}].startup_company_slowdown")
     cpu = derived["startup_cpu_s"]
     stages: list[dict[str, Any]] = [
         {"name": "startup", "seconds": derived["instance_startup_s"] - cpu}

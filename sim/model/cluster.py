@@ -21,7 +21,7 @@ from sim.model.migration import round_cost
 from sim.model.overlap import hidden_s
 from sim.model.peer import PeerTier
 from sim.model.per_model import PerModel
-from sim.model.server import CORES, HOST_DISK, Server, host_cores
+from sim.model.server import HOST_DISK, STARTUP_CPU, Server, host_cores
 from sim.model.transfers import ServerLinks
 from sim.spec import ClusterConfig, ModelSpec
 from thaw_kernel.stages import Step
@@ -45,7 +45,9 @@ class Cluster:
             host = None
             for k in range(group.count):
                 if k % group.servers_per_host == 0:  # a new host: its own cores (and disk)
-                    cores = host_cores(clock, float(group.host_cores))
+                    cores = host_cores(
+                        clock, float(group.host_cores), group.startup_company_slowdown
+                    )
                     if group.host_disk:
                         host = ServerLinks(clock, {HOST_DISK: group.host_disk})
                 server = Server(
@@ -236,7 +238,7 @@ class Cluster:
         return hidden_s(spec.prefill_s(tokens), spec.layers)
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
-        flows = [(work, CORES, 1.0) for work in cpu_seconds]
+        flows = [(work, STARTUP_CPU, 1.0) for work in cpu_seconds]
         return self.servers[server].cores.predict_all_s(flows, delay)
 
     def running(self, server: int) -> list[Running]:

@@ -8,8 +8,10 @@ the servers of a host share one domain holding each server's `ssd:{id}` and
 both its server's link and the disk, and max-min fairness spans the host.
 """
 
+import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from sim.model.cache import CheckpointCache
 from sim.model.clock import Clock
@@ -25,12 +27,35 @@ LINKS = {Tier.DRAM: (), Tier.SSD: ("ssd",), Tier.REMOTE: ("network",)}
 DOWNLOAD = ("network",)
 HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
 CORES = ("cores",)  # what CPU work crosses: its host's cores (`Server.cores`)
+# What a start-up's CPU stage crosses: the cores, and the second name marks it as the
+# compute-bound flow that any company slows (`startup_company_slowdown`), where a load's
+# CPU work, waiting on its bytes between bursts, has the slack to absorb it.
+STARTUP_CPU = ("cores", "startup")
 
 
-def host_cores(clock: Clock, cores: float) -> ServerLinks:
+def host_cores(clock: Clock, cores: float, company_slowdown: float = 0.0) -> ServerLinks:
     """A host's cores as a fluid domain, shared in proportion to what each flow asks
-    (sim.model.loading says why)."""
-    return ServerLinks(clock, {"cores": cores}, share=proportional_rates)
+    (sim.model.loading says why); a start-up's CPU stage in company runs at its share over
+    1 + `company_slowdown`."""
+    capacity = {"cores": cores, STARTUP_CPU[1]: math.inf}
+    if not company_slowdown:
+        return ServerLinks(clock, capacity, share=proportional_rates)
+    return ServerLinks(clock, capacity, share=partial(rates_in_company, company_slowdown))
+
+
+def rates_in_company(
+    slowdown: float, flows: Sequence[tuple[Sequence[str], float]], capacity: Mapping[str, float]
+) -> list[float]:
+    """`proportional_rates`, each start-up's over 1 + `slowdown` while any other flow shares
+    the cores: on a small or virtual host, caches, memory bandwidth and SMT siblings are
+    shared before the cores run out (docs/model.md, "A start-up in company")."""
+    rates = proportional_rates(flows, capacity)
+    if len(flows) < 2:
+        return rates
+    return [
+        rate / (1 + slowdown) if STARTUP_CPU[1] in links else rate
+        for (links, _), rate in zip(flows, rates, strict=True)
+    ]
 
 
 class Server:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from sim.model.clock import Clock
 from sim.model.loading import CheckpointLoad
-from sim.model.server import CORES, Server
+from sim.model.server import STARTUP_CPU, Server
 from thaw_kernel.stages import CPU, FIXED, LOAD, Step
 
 
@@ -57,7 +57,7 @@ class Startup:
             if stage.kind == LOAD:
                 self._load.start_in(delay, self._stage_done)
             elif stage.kind == CPU:
-                self._server.cores.start_in(delay, stage.amount, CORES, 1.0, self._stage_done)
+                self._server.cores.start_in(delay, stage.amount, STARTUP_CPU, 1.0, self._stage_done)
             else:
                 self._clock.call_in(delay + stage.amount, self._stage_done)
 

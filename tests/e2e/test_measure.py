@@ -96,6 +96,10 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert measurements["instance_startup_x4"]["n"] == 8
     assert measurements["instance_startup"]["n"] == 3
     assert measurements["instance_startup_beside_load"]["n"] == 3
+    # Beside downloads, with --remote-rate: twice as many, each over the one alone before.
+    assert measurements["instance_startup_beside_download"]["n"] == 6
+    assert measurements["instance_startup_download_stretch"]["unit"] == "ratio"
+    assert derived["startup_company_slowdown"] >= 0
     # The fit (tests/unit/test_host_cores.py) lies between one core and the OS's count, or
     # the largest demand measured (4 start-ups at once) when nothing stretched.
     assert 1 <= derived["host_cores"] <= max(os.cpu_count() or 1, 4)
@@ -261,7 +265,7 @@ def points(*pairs: tuple[float, float]) -> Points:
 
 
 FLAT_DECODE = points((1, 0.01), (2, 0.01))
-PREFILL = points((100, 0.1), (400, 0.4))  # 1,000 tokens/s, no fixed cost
+PREFILL = points((100, 0.11), (400, 0.41))  # FLAT_DECODE's 10 ms pass + 1,000 tokens/s
 
 
 def test_the_fits_are_the_simulators_cost_models():
@@ -271,6 +275,7 @@ def test_the_fits_are_the_simulators_cost_models():
     assert derived["decode_step_s"] == 0.010
     assert derived["decode_step_per_request_s"] == pytest.approx(0.003)
     assert derived["recompute_tokens_per_s"] == pytest.approx(1000.0)
+    assert derived["prefill_fixed_s"] == 0.010  # a pass's fixed part: the decode step
     assert derived["migration_fixed_s"] == pytest.approx(0.005)
     assert derived["migration_per_token_s"] == pytest.approx(0.001)
     assert derived["warmup_s"] == 0.06  # the median of the fresh processes' warm-ups
@@ -288,7 +293,7 @@ def test_noise_that_bends_a_fit_below_zero_is_recorded_as_zero_and_said():
 
 
 def test_recompute_slower_than_decode_is_said_not_hidden():
-    slow_prefill = points((10, 1.0), (20, 2.0))  # 10 tokens/s against 100 decoded
+    slow_prefill = points((10, 1.01), (20, 2.01))  # 10 tokens/s against 100 decoded
     derived, notes, _ = derive(
         storage_and_startup(), FLAT_DECODE, slow_prefill, slow_prefill, 10**6, cpus=8
     )
@@ -327,6 +332,24 @@ def test_a_start_up_beside_a_load_enters_the_fit_with_the_loads_cpu_at_its_solo_
     del load["reader_load_cpu"]
     derived, _, _ = derive(two | load, FLAT_DECODE, PREFILL, PREFILL, 10**6, cpus=8)
     assert derived["host_cores"] == 8.0  # nothing stretched: the OS's count
+
+
+def test_a_start_up_beside_a_download_gives_its_slowdown_in_company_and_the_cores_the_rest():
+    # Start-up: 0.5 s fixed + 1.5 CPU-seconds (2.0 s alone). Beside a download asking 0.2
+    # cores (1 CPU-second a GB at 0.2 GB/s: far from the cores' saturation) it took
+    # 1.075x: its CPU part 0.15 s longer, a slowdown of 0.1 in company. Four at once in
+    # 3.5 s then say 0.5 + 1.5 * 1.1 * 4 / c, c = 2.2 (2.0 without the slowdown); two at
+    # once in 2.0 s are under the 2.15 s the slowdown alone gives for any c >= 2, a
+    # constant error there.
+    download = figures(remote_download=2e8) | {
+        "remote_download_cpu": Measurement((1e-9,), "s/byte", False),
+        "instance_startup_download_stretch": Measurement((1.06, 1.075, 1.09), "ratio", True),
+    }
+    derived, notes, _ = derive_with(download)
+    assert derived["startup_company_slowdown"] == pytest.approx(0.1)
+    assert derived["host_cores"] == 2.2
+    assert any("beside a download (0.20 cores) took 1.075x" in note for note in notes)
+    assert "startup_company_slowdown" not in derive_with({})[0]
 
 
 def test_lines_through_exact_points_are_recovered():

@@ -54,6 +54,7 @@ def groups(draw):
                 "host_disk": draw(st.none() | st.sampled_from(BANDWIDTHS)),
                 "load_cpu_s_per_gb": draw(st.sampled_from(LOAD_CPU)),
                 "download_cpu_s_per_gb": draw(st.sampled_from(LOAD_CPU)),
+                "startup_company_slowdown": draw(st.sampled_from([0.0, 0.25])),
             }
         )
     return drawn
@@ -86,6 +87,7 @@ def clusters(draw, max_models: int = 4, max_gib: int = 40):
             f"servers_per_host = {g['servers_per_host']}\n"
             f"load_cpu_s_per_gb = {g['load_cpu_s_per_gb']}\n"
             f"download_cpu_s_per_gb = {g['download_cpu_s_per_gb']}\n"
+            f"startup_company_slowdown = {g['startup_company_slowdown']}\n"
         )
         if g["host_disk"] is not None:
             text += f'host_disk = "{g["host_disk"]}"\n'

@@ -148,13 +148,17 @@ def _shares_links(period: Period, periods: list[Period]) -> bool:
 
 
 def shares_cores(period: Period, periods: list[Period]) -> bool:
-    """Whether its host's cores could have been oversubscribed while it started: the most
-    cores every start-up on its host overlapping it could take at once, together (itself
-    included), exceed the host's."""
+    """Whether its host's cores could have been oversubscribed while it started (the most
+    cores every start-up on its host overlapping it could take at once, together, itself
+    included, exceed the host's), or, where its group slows a start-up in company, whether
+    any other CPU work could have run beside its CPU stages."""
     start, end = period.row.allocated_s, period.end_s
-    wanted = sum(
-        other.cores
+    overlapping = [
+        other
         for other in periods
         if other.host == period.host and other.row.allocated_s < end and other.end_s > start
-    )
-    return wanted > period.group.host_cores
+    ]
+    if sum(other.cores for other in overlapping) > period.group.host_cores:
+        return True
+    company = period.cores > 1.0 or any(o is not period and o.cores for o in overlapping)
+    return bool(period.group.startup_company_slowdown) and company

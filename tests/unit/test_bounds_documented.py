@@ -28,6 +28,10 @@ ROWS = {
         "A load's CPU per GB (`load_cpu_s_per_gb`, `download_cpu_s_per_gb`)",
         "max",
     ),
+    "COMPANY_SLOWDOWN": (
+        "A start-up's slowdown in company (`startup_company_slowdown`, and in a profile)",
+        "max",
+    ),
     "MAX_BATCH": ("`max_batch`", "max"),
     "LAYERS": ("A model's `layers`", "max"),
     "MIGRATION_ROUNDS": ("`migration.max_rounds`", "max"),

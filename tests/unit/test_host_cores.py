@@ -64,3 +64,13 @@ def test_the_load_point_moves_a_fit_that_start_ups_alone_would_leave_high():
     alone = fit_host_cores(1.0, 1.0, together(x2=2 / 1.9), 8)
     both = fit_host_cores(1.0, 1.0, [*together(x2=2 / 1.9), Stretch(1.25, (0.8,))], 8)
     assert alone == 1.9 and 1.6 < both < 1.9
+
+
+def test_a_slowdown_in_company_explains_part_of_every_stretch():
+    # fixed = 0, cpu = 1, each start-up 1.1 times slower in any company. On c = 2, two at
+    # once take 1.1 s (a core each, slowed), four 1.1 * 4/2 = 2.2 s. Without the
+    # slowdown the same times fit fewer cores.
+    assert fit_host_cores(1.0, 1.0, together(x2=1.1, x4=2.2), 8, 0.1) == 2.0
+    assert fit_host_cores(1.0, 1.0, together(x2=1.1, x4=2.2), 8) < 2.0
+    # Beside a flow of 0.3 cores on c = 2 nothing saturates: the slowdown is all of it.
+    assert fit_host_cores(1.0, 1.0, [Stretch(1.1, (0.3,))], 8, 0.1) == 8.0

@@ -157,6 +157,29 @@ def test_a_profile_s_host_disk_is_laid_over_every_group(tmp_path):
     assert without.servers[0].host_disk == 0.0
 
 
+def test_a_profile_s_start_up_slowdown_in_company_is_laid_over_every_group(tmp_path):
+    tiny_config(tmp_path)
+    profile = write(tmp_path, {**V2, "startup_company_slowdown": 0.08}, version=2)
+    config = read_config(tmp_path / "tiny.toml", profile)
+    assert config.servers[0].startup_company_slowdown == 0.08
+    assert "servers[0].startup_company_slowdown" in config.resolved["profile"]["applied"]
+    without = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    assert without.servers[0].startup_company_slowdown == 0.0
+
+
+def test_a_profiles_fixed_prefill_part_scales_as_the_decode_step(tmp_path):
+    extra = '\n[models.big]\nweights = "16GiB"\ngpus = 2\nprefill_tokens_per_s = 1.0\n'
+    extra += "decode_step_s = 1.0\n"
+    tiny_config(tmp_path, extra=extra)
+    profile = write(tmp_path, {**V2, "prefill_fixed_s": 0.125}, version=2)
+    config = read_config(tmp_path / "tiny.toml", profile)
+    big = config.models["big"]  # twice the reference's weights per GPU: a pass twice as long
+    assert big.prefill_fixed_s == 0.25 and big.prefill_s(512) == 0.25 + 1.0
+    assert "models.big.prefill_fixed_s" in config.resolved["profile"]["applied"]
+    without = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    assert without.models["big"].prefill_fixed_s == 0.0
+
+
 @pytest.mark.parametrize(
     ("version", "derived", "message"),
     [
@@ -168,6 +191,8 @@ def test_a_profile_s_host_disk_is_laid_over_every_group(tmp_path):
         (2, {**V2, "host_cores": 2e6}, "derived.host_cores: expected 0.01 to 1000000"),
         (2, {**V2, "host_cores": 0.001}, "derived.host_cores: expected 0.01 to 1000000"),
         (2, {**V2, "startup_cpu_s": 3.0}, "derived.startup_cpu_s: more than"),
+        (2, {**V2, "startup_company_slowdown": -0.1}, "slowdown: expected a non-negative"),
+        (2, {**V2, "startup_company_slowdown": 11}, "slowdown: expected at most 10 "),
         (3, V2, "version: expected 1 or 2, got 3"),
     ],
 )

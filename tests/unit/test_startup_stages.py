@@ -5,6 +5,8 @@ The TINY cluster (conftest): one server, a remote load of 4 GiB over 1 GiB/s tak
 computed by hand and exact in binary floating point.
 """
 
+import math
+
 import pytest
 from conftest import simulate, tiny_config
 
@@ -12,6 +14,7 @@ from policies.estimator import start_s
 from sim.config import read_config
 from sim.engine.invariants import InvariantError, check_state
 from sim.engine.simulator import Simulation
+from sim.model.server import CORES, STARTUP_CPU, rates_in_company
 from thaw_kernel.errors import InputError
 from thaw_kernel.seeds import rng
 
@@ -50,6 +53,27 @@ def test_two_cpu_start_ups_on_one_and_a_half_effective_cores_each_take_three_qua
     # 2 CPU-seconds each at 0.75 of a core: both end at 8/3; then the shared 8 s load.
     got = startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=1.5)
     assert list(got) == pytest.approx([8 / 3 + 8.0, 8 / 3 + 8.0])
+
+
+def test_start_ups_in_company_slow_before_the_cores_run_out(tmp_path):
+    # On 2 cores each start-up has a core, but in company runs at 1/1.25 of it: 2
+    # CPU-seconds take 2.5 s; then the shared 8 s load. Alone, no company: 2 s.
+    got = startups(tmp_path, CPU_THEN_LOAD, BOTH, host_cores=2, company_slowdown=0.25)
+    assert list(got) == pytest.approx([2.5 + 8.0, 2.5 + 8.0])
+    alone = [(0.0, "a", 512, 1)]
+    assert list(startups(tmp_path, CPU_THEN_LOAD, alone, company_slowdown=0.25)) == [6.0]
+
+
+def test_a_start_up_in_company_is_slowed_and_a_loads_cpu_work_is_not():
+    # A start-up's CPU stage beside a load's CPU work of 0.3 cores on 2 cores: nothing
+    # saturates; the start-up runs at 1/1.1 of its core, the load at its pace.
+    flows = [(STARTUP_CPU, 1.0), (CORES, 0.3)]
+    capacity = {"cores": 2.0, STARTUP_CPU[1]: math.inf}
+    assert rates_in_company(0.1, flows, capacity) == pytest.approx([1 / 1.1, 0.3])
+    assert rates_in_company(0.1, flows[:1], capacity) == [1.0]
+    # Over-asked (1.3 on 1 core): the proportional shares, the start-up's then slowed.
+    one = {"cores": 1.0, STARTUP_CPU[1]: math.inf}
+    assert rates_in_company(0.1, flows, one) == pytest.approx([1 / 1.3 / 1.1, 0.3 / 1.3])
 
 
 @pytest.mark.parametrize(("per_host", "ready"), [(1, 2.0 + 4.0), (2, 4.0 + 4.0)])
