@@ -45,6 +45,7 @@ from pathlib import Path
 
 from calibration.checkpoint.reader import buffer_bytes
 from calibration.measure.disk_readers import Readers, write_copies
+from calibration.measure.downloader import downloading
 from calibration.measure.startup_probe import loading, spawn, time_to_ready
 from calibration.measure.synthetic import llama_shapes, random_bf16
 from calibration.remote.running import RunningStore, running_store
@@ -146,23 +147,9 @@ def _beside_download(
 ) -> tuple[float, float, int, float]:
     """A start-up beside a process downloading `checkpoint` through `store` again and
     again, and the client's and the store's cores meanwhile."""
-    code = (
-        "import shutil, sys\nfrom pathlib import Path\n"
-        "from calibration.remote.client import download\n"
-        "dest = Path(sys.argv[3])\nwhile True:\n"
-        "    download(sys.argv[1], 0, sys.argv[2], dest)\n    shutil.rmtree(dest)\n"
-    )
-    dest = work / "downloaded"
-    args = [sys.executable, "-c", code, store.url, checkpoint.name, str(dest)]
-    other = subprocess.Popen(args)
-    try:
-        time.sleep(SETTLE_S)
+    with downloading(store.url, checkpoint.name, work / "downloaded") as other:
         cpu, at = _cpu_s(other.pid) + store.cpu_s(), time.monotonic()
         return _timed(lambda: (_cpu_s(other.pid) + store.cpu_s() - cpu) / (time.monotonic() - at))
-    finally:
-        other.kill()
-        other.wait()
-        shutil.rmtree(dest, ignore_errors=True)
 
 
 def _cpu_s(pid: int) -> float:

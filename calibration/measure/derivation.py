@@ -21,9 +21,9 @@ well as that model can (sim/config/profile.py documents the fields):
 - `startup_company_slowdown`, only with `--remote-rate`: how much a start-up's CPU-bound
   part stretched beside a download, which asks a fraction of a core: on a host whose
   cores share caches, memory bandwidth or SMT siblings, any company slows a start-up
-  before the cores run out, which core sharing alone cannot express. From the median of
-  each such start-up's time over that of one alone just before it, so that drift moves
-  both alike;
+  before the cores run out, which core sharing alone cannot express. From the median
+  start-up beside a download over the median of start-ups alone taking turns with them,
+  so that drift moves both alike;
 - `warmup_s`: after the load, building the model and its first pass's one-time costs,
   in a fresh process (`calibration.measure.warmup_probe`);
 - `decode_step_s`, `decode_step_per_request_s`: the decode step at batch 1, and the
@@ -78,7 +78,7 @@ from calibration.measure.linear_fit import (
 )
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile
-from calibration.measure.startup_probe import BESIDE_LOAD, DOWNLOAD_STRETCH
+from calibration.measure.startup_probe import BESIDE_DOWNLOAD, BESIDE_LOAD, BETWEEN_DOWNLOADS
 
 
 def derive(
@@ -195,9 +195,9 @@ def _company_slowdown(
     """`startup_company_slowdown`, where a start-up was timed beside a download: what its
     CPU-bound part stretched by, the download asking too little of the cores for their
     sharing to explain any of it (the module's docstring says why)."""
-    if DOWNLOAD_STRETCH not in measurements or cpu_s <= 0:
+    if BESIDE_DOWNLOAD not in measurements or cpu_s <= 0:
         return {}
-    stretch = measurements[DOWNLOAD_STRETCH].median
+    stretch = measurements[BESIDE_DOWNLOAD].median / measurements[BETWEEN_DOWNLOADS].median
     slowdown = max(0.0, (stretch - 1) * alone_s / cpu_s)
     asked = derived.get("download_cpu_s_per_byte", 0.0) * derived["network_bytes_per_s"]
     notes.append(

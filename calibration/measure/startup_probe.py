@@ -40,7 +40,7 @@ READY = "ready"
 CONCURRENCY = (2, 4)  # start-ups at once, beside the ones timed alone
 BESIDE_LOAD = "instance_startup_beside_load"
 BESIDE_DOWNLOAD = "instance_startup_beside_download"
-DOWNLOAD_STRETCH = "instance_startup_download_stretch"
+BETWEEN_DOWNLOADS = "instance_startup_between_downloads"  # alone, taking turns with those
 
 
 def measure_startups(
@@ -135,8 +135,8 @@ def measure_beside_download(
     start-up alone and then one begun while a process downloads `checkpoint` again and
     again, so that drift moves both alike:
 
-    - `BESIDE_DOWNLOAD`: each start-up beside the downloads, wall seconds;
-    - `DOWNLOAD_STRETCH`: each one's wall time over that of the one alone just before.
+    - `BETWEEN_DOWNLOADS`: each start-up alone, wall seconds;
+    - `BESIDE_DOWNLOAD`: each start-up beside the downloads.
     """
     alone, beside = [], []
     make_warm(str(checkpoint / BLOB_NAME))  # the store's copy: not this disk's reads
@@ -145,10 +145,9 @@ def measure_beside_download(
             alone.append(time_to_ready(spawn(device), time.perf_counter())[0])
             with downloading(store.url, checkpoint.name, scratch / "downloaded"):
                 beside.append(time_to_ready(spawn(device), time.perf_counter())[0])
-    stretch = tuple(b / a for a, b in zip(alone, beside, strict=True))
     return {
+        BETWEEN_DOWNLOADS: Measurement(tuple(alone), "s", True),
         BESIDE_DOWNLOAD: Measurement(tuple(beside), "s", True),
-        DOWNLOAD_STRETCH: Measurement(stretch, "ratio", True),
     }
 
 

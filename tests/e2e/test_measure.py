@@ -96,9 +96,9 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert measurements["instance_startup_x4"]["n"] == 8
     assert measurements["instance_startup"]["n"] == 3
     assert measurements["instance_startup_beside_load"]["n"] == 3
-    # Beside downloads, with --remote-rate: twice as many, each over the one alone before.
-    assert measurements["instance_startup_beside_download"]["n"] == 6
-    assert measurements["instance_startup_download_stretch"]["unit"] == "ratio"
+    # Beside downloads, with --remote-rate: four times as many, and as many alone between.
+    assert measurements["instance_startup_beside_download"]["n"] == 12
+    assert measurements["instance_startup_between_downloads"]["n"] == 12
     assert derived["startup_company_slowdown"] >= 0
     # The fit (tests/unit/test_host_cores.py) lies between one core and the OS's count, or
     # the largest demand measured (4 start-ups at once) when nothing stretched.
@@ -343,7 +343,8 @@ def test_a_start_up_beside_a_download_gives_its_slowdown_in_company_and_the_core
     # constant error there.
     download = figures(remote_download=2e8) | {
         "remote_download_cpu": Measurement((1e-9,), "s/byte", False),
-        "instance_startup_download_stretch": Measurement((1.06, 1.075, 1.09), "ratio", True),
+        "instance_startup_between_downloads": Measurement((1.9, 2.0, 2.1), "s", True),
+        "instance_startup_beside_download": Measurement((2.13, 2.15, 2.2), "s", True),
     }
     derived, notes, _ = derive_with(download)
     assert derived["startup_company_slowdown"] == pytest.approx(0.1)
