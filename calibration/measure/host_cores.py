@@ -30,16 +30,17 @@ STEP = 0.01
 
 @dataclass(frozen=True)
 class Stretch:
-    """A start-up's median wall time, `wall_s`, beside CPU flows capped at `beside` cores
-    (another start-up's one core, a load's CPU work at its pace)."""
+    """A start-up's median wall time, `wall_s`, beside `startups` other start-ups (one
+    core each) and CPU flows capped at `beside` cores (a load's CPU work at its pace)."""
 
     wall_s: float
-    beside: tuple[float, ...]
+    beside: tuple[float, ...] = ()
+    startups: int = 0
 
 
 def at_once(k: int, wall_s: float) -> Stretch:
     """Each of `k` start-ups begun together took `wall_s`: each met k - 1 others."""
-    return Stretch(wall_s, (1.0,) * (k - 1))
+    return Stretch(wall_s, startups=k - 1)
 
 
 def fit_host_cores(
@@ -50,19 +51,18 @@ def fit_host_cores(
     fixed = alone_s - cpu_s
 
     def error(cores: float) -> float:
-        return sum(
-            (s.wall_s - fixed - cpu_s / _share(cores, s.beside, slowdown)) ** 2 for s in stretches
-        )
+        return sum((s.wall_s - fixed - cpu_s / _share(cores, s, slowdown)) ** 2 for s in stretches)
 
-    top = max(1 + sum(s.beside) for s in stretches)  # beyond it, nothing stretches
+    top = max(1 + s.startups + sum(s.beside) for s in stretches)  # beyond it, no stretch
     grid = [round(1 + i * STEP, 2) for i in range(math.floor(round((top - 1) / STEP, 6)) + 1)]
     # Ties (no stretch beyond some c) go to the most cores, rounded so noise cannot split them.
     best = min(grid, key=lambda c: (round(error(c), 12), -c))
     return float(max(most, top)) if best == grid[-1] else best
 
 
-def _share(cores: float, beside: tuple[float, ...], slowdown: float) -> float:
-    """The cores a start-up (capped at one) gets beside flows capped at `beside`, as the
+def _share(cores: float, stretch: Stretch, slowdown: float) -> float:
+    """The cores a start-up (capped at one) gets in the company of `stretch`, as the
     simulator's host cores share them."""
-    flows = [(STARTUP_CPU, 1.0)] + [(CORES, cap) for cap in beside]
+    flows = [(STARTUP_CPU, 1.0)] * (1 + stretch.startups)
+    flows += [(CORES, cap) for cap in stretch.beside]
     return rates_in_company(slowdown, flows, {CORES[0]: cores, STARTUP_CPU[1]: math.inf})[0]

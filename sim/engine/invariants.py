@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from sim.model.instance import SLEEPING, STOPPED, WARM, Instance
-from sim.model.server import STARTUP_CPU
+from sim.model.server import company_cap
 from sim.schema import STATUSES
 from thaw_kernel.tiers import CACHE_TIERS
 
@@ -211,9 +211,8 @@ def _check_sleeping(sim: "Audited", server) -> None:
 
 def _check_cores(sim: "Audited", server, cpu_seen: dict[int, dict]) -> None:
     """The host cores: never over-committed, none idle while a CPU flow (a start-up's CPU
-    stage, one core at most, or a load's CPU work, at most its own cap) gets a share below
-    its cap (a start-up in company runs at its share over 1 + the group's slowdown), and
-    CPU work
+    stage, one core at most, or a load's CPU work, at most its own cap) runs below what it
+    asks (a start-up in company: its cap over 1 + the group's slowdown), and CPU work
     conserved: since the last event every flow progressed by exactly its rate times the
     time (one that ended, by all it had left)."""
     cores = server.cores
@@ -221,18 +220,16 @@ def _check_cores(sim: "Audited", server, cpu_seen: dict[int, dict]) -> None:
     total = sum(t.rate for t in cores.active)
     if total > capacity * (1 + _SLACK) or any(t.rate > t.cap * (1 + _SLACK) for t in cores.active):
         _fail(sim, f"server {server.id}: CPU stages take {total} of {capacity} cores")
-    # A start-up in company is held below its share by the group's slowdown: judge the
-    # shares, its rate times 1 + the slowdown.
+    # A start-up in company asks less than its cap (the group's slowdown).
     slowdown = server.group.startup_company_slowdown if len(cores.active) > 1 else 0.0
-    shares = [t.rate * (1 + slowdown * (STARTUP_CPU[1] in t.links)) for t in cores.active]
     below = [
-        t for t, share in zip(cores.active, shares, strict=True) if share < t.cap * (1 - _SLACK)
+        t for t in cores.active if t.rate < company_cap(t.links, t.cap, slowdown) * (1 - _SLACK)
     ]
-    if below and sum(shares) < capacity * (1 - _SLACK):
+    if below and total < capacity * (1 - _SLACK):
         _fail(
             sim,
-            f"server {server.id}: {len(below)} CPU flows get less than their caps while the "
-            f"CPU flows' shares add up to only {sum(shares)} of {capacity} cores",
+            f"server {server.id}: {len(below)} CPU flows run below what they ask while the "
+            f"CPU stages use only {total} of {capacity} cores",
         )
     now = sim.clock.now
     seen = cpu_seen.get(server.id, {})

@@ -29,13 +29,13 @@ HOST_DISK = "disk"  # the host's one disk, in a host's shared domain
 CORES = ("cores",)  # what CPU work crosses: its host's cores (`Server.cores`)
 # What a start-up's CPU stage crosses: the cores, and the second name marks it as the
 # compute-bound flow that any company slows (`startup_company_slowdown`), where a load's
-# CPU work, waiting on its bytes between bursts, has the slack to absorb it.
+# CPU work, paced by its bytes, has the slack to absorb it.
 STARTUP_CPU = ("cores", "startup")
 
 
 def host_cores(clock: Clock, cores: float, company_slowdown: float = 0.0) -> ServerLinks:
     """A host's cores as a fluid domain, shared in proportion to what each flow asks
-    (sim.model.loading says why); a start-up's CPU stage in company runs at its share over
+    (sim.model.loading says why); a start-up's CPU stage in company asks its core over
     1 + `company_slowdown`."""
     capacity = {"cores": cores, STARTUP_CPU[1]: math.inf}
     if not company_slowdown:
@@ -46,16 +46,19 @@ def host_cores(clock: Clock, cores: float, company_slowdown: float = 0.0) -> Ser
 def rates_in_company(
     slowdown: float, flows: Sequence[tuple[Sequence[str], float]], capacity: Mapping[str, float]
 ) -> list[float]:
-    """`proportional_rates`, each start-up's over 1 + `slowdown` while any other flow shares
-    the cores: on a small or virtual host, caches, memory bandwidth and SMT siblings are
-    shared before the cores run out (docs/model.md, "A start-up in company")."""
-    rates = proportional_rates(flows, capacity)
-    if len(flows) < 2:
-        return rates
-    return [
-        rate / (1 + slowdown) if STARTUP_CPU[1] in links else rate
-        for (links, _), rate in zip(flows, rates, strict=True)
-    ]
+    """`proportional_rates`, each start-up asking its cap over 1 + `slowdown` while any
+    other flow shares the cores: on a small or virtual host a start-up's bursts of
+    threads collide with its company's before the cores run out (docs/model.md, "A
+    start-up in company"). Among start-ups alone on over-asked cores this changes
+    nothing: each still gets the cores over their number."""
+    if len(flows) > 1:
+        flows = [(links, company_cap(links, cap, slowdown)) for links, cap in flows]
+    return proportional_rates(flows, capacity)
+
+
+def company_cap(links: Sequence[str], cap: float, slowdown: float) -> float:
+    """What a flow over `links` capped at `cap` asks of the cores in company."""
+    return cap / (1 + slowdown) if STARTUP_CPU[1] in links else cap
 
 
 class Server:

@@ -64,16 +64,22 @@ def test_start_ups_in_company_slow_before_the_cores_run_out(tmp_path):
     assert list(startups(tmp_path, CPU_THEN_LOAD, alone, company_slowdown=0.25)) == [6.0]
 
 
-def test_a_start_up_in_company_is_slowed_and_a_loads_cpu_work_is_not():
+def test_a_start_up_in_company_asks_less_and_a_loads_cpu_work_does_not():
     # A start-up's CPU stage beside a load's CPU work of 0.3 cores on 2 cores: nothing
     # saturates; the start-up runs at 1/1.1 of its core, the load at its pace.
     flows = [(STARTUP_CPU, 1.0), (CORES, 0.3)]
     capacity = {"cores": 2.0, STARTUP_CPU[1]: math.inf}
     assert rates_in_company(0.1, flows, capacity) == pytest.approx([1 / 1.1, 0.3])
     assert rates_in_company(0.1, flows[:1], capacity) == [1.0]
-    # Over-asked (1.3 on 1 core): the proportional shares, the start-up's then slowed.
+    # Over-asked (1/1.1 + 0.3 on 1 core): each its ask times the cores over the asks.
     one = {"cores": 1.0, STARTUP_CPU[1]: math.inf}
-    assert rates_in_company(0.1, flows, one) == pytest.approx([1 / 1.3 / 1.1, 0.3 / 1.3])
+    asked = 1 / 1.1 + 0.3
+    assert rates_in_company(0.1, flows, one) == pytest.approx([1 / 1.1 / asked, 0.3 / asked])
+    # Start-ups alone on over-asked cores: the cores over their number, slowdown or not.
+    three = [(STARTUP_CPU, 1.0)] * 3
+    assert rates_in_company(0.1, three, {"cores": 2.0, "startup": math.inf}) == pytest.approx(
+        [2 / 3] * 3
+    )
 
 
 @pytest.mark.parametrize(("per_host", "ready"), [(1, 2.0 + 4.0), (2, 4.0 + 4.0)])
