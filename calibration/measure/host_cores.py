@@ -9,8 +9,10 @@ start-up alone. The fit is the core count c from 1 up, in steps
 of `STEP`, with the least squared error over the measured stretches: start-ups begun
 together, and a start-up beside a load (a start-up that only ever met its own kind
 would not say what a load costs it). Where the profile has the start-up's slowdown in
-any company (`startup_company_slowdown`, measured beside a download), every stretch is
-priced with it, as the simulator runs it, and the cores explain only what remains.
+any company (`startup_company_slowdown` s, measured beside a download), every stretch
+is priced as the simulator runs it, each start-up in company asking `1 / (1 + s)` of a
+core, and the cores explain what remains: over-asked cores, where s changes nothing
+among start-ups alone.
 
 c need not be whole: on a virtual machine, or cores that share caches and memory
 bandwidth (or SMT siblings), two start-ups slow each other before the cores run out,
