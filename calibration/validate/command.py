@@ -58,6 +58,7 @@ from calibration.validate.scenario import (
     write_trace,
 )
 from calibration.validate.scheduler import Replay
+from calibration.validate.served import SERVED, requests_by_tier
 from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import p99_ratios, pooled, summarize
 from sim.config import read_config
@@ -234,6 +235,8 @@ def _validate_policy(
         "loads_by_tier_real": loads_by_tier_real(records),
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
+        "requests_by_tier_real": requests_by_tier(real),
+        "requests_by_tier_sim": requests_by_tier(simulated),
         "runtime_start_beside": runtime_start_beside(instances, sim_instances, warmup_s),
         "paired_stages": paired_stages(instances, sim_instances, warmup_s),
     }
@@ -437,6 +440,18 @@ def _table(report: dict) -> str:
                 f" {sim[tier]['loads']:7d} {_s(sim[tier]['median_s'])}"
             )
         lines.append(f"{policy:<14} share of cold TTFT spent loading: {_share(result)}")
+    lines += ["", "requests by the tier that served them: count and median TTFT s (summed; median)"]
+    lines.append(
+        f"{'policy':<14} {'tier':<7} {'real n':>7} {'real s':>8} {'sim n':>7} {'sim s':>8}"
+    )
+    for policy, result in report["policies"].items():
+        real, sim = result["requests_by_tier_real"], result["requests_by_tier_sim"]
+        for tier in SERVED:
+            lines.append(
+                f"{policy:<14} {tier:<7} {real[tier]['requests']:7d} "
+                f"{_s(real[tier]['ttft_median_s'])} {sim[tier]['requests']:7d} "
+                f"{_s(sim[tier]['ttft_median_s'])}"
+            )
     if report["scenario"]["replays"] > 1:
         lines += ["", "real replays of one trace: |real / first replay's real - 1|, median"]
         lines.append(f"{'policy':<14} " + " ".join(f"{'p' + str(q):>7}" for q in PERCENTILES))

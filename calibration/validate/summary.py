@@ -16,6 +16,7 @@ from calibration.validate.beside import company_order
 from calibration.validate.compare import PERCENTILES, errors
 from calibration.validate.loads import TIERS
 from calibration.validate.paired import STAGES as STAGES_PAIRED
+from calibration.validate.served import SERVED
 from calibration.validate.stages import STAGES
 
 
@@ -49,15 +50,9 @@ def summarize(repeats: list[dict]) -> dict:
     }
     for side in ("real", "sim"):
         key = f"loads_by_tier_{side}"
-        out[key] = {
-            tier: {
-                "loads": sum(r[key][tier]["loads"] for r in repeats),
-                "median_s": _or_none(
-                    _median([r[key][tier]["median_s"] or np.nan for r in repeats])
-                ),
-            }
-            for tier in TIERS
-        }
+        out[key] = _by_tier([r[key] for r in repeats], TIERS, "loads", "median_s")
+        key = f"requests_by_tier_{side}"
+        out[key] = _by_tier([r[key] for r in repeats], SERVED, "requests", "ttft_median_s")
     out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
     out["runtime_start_beside"] = beside_over_repeats([r["runtime_start_beside"] for r in repeats])
     out["paired_stages"] = paired_over_repeats([r["paired_stages"] for r in repeats])
@@ -117,6 +112,19 @@ def pooled(real: list[np.ndarray], simulated: list[np.ndarray]) -> dict[str, flo
     """Each percentile's real and simulated TTFT, and the signed error, over the requests
     of every repeat together (each side's arrays, one per repeat)."""
     return errors(np.concatenate(real), np.concatenate(simulated))
+
+
+def _by_tier(
+    runs: list[dict], tiers: tuple[str, ...], count: str, median: str
+) -> dict[str, dict[str, float | int | None]]:
+    """Per tier, the repeats' `count`s summed and the median of their `median`s."""
+    return {
+        tier: {
+            count: sum(run[tier][count] for run in runs),
+            median: _or_none(_median([run[tier][median] or np.nan for run in runs])),
+        }
+        for tier in tiers
+    }
 
 
 def _or_none(value: float) -> float | None:

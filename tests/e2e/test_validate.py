@@ -264,6 +264,16 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
             out[f"loads_by_tier_{side}"] = {
                 tier: {"loads": n, "median_s": s} for tier, (n, s) in tiers.items()
             }
+        served = {
+            "warm": (1, 0.01),
+            "dram": (0, None),
+            "ssd": (2, 2.0 + error),
+            "remote": (0, None),
+        }
+        for side in ("real", "sim"):
+            out[f"requests_by_tier_{side}"] = {
+                tier: {"requests": n, "ttft_median_s": s} for tier, (n, s) in served.items()
+            }
         out["load_share_real"] = 0.5 + error
         alone = {"real_n": 2, "real_s": 1.0 + error, "sim_n": 1, "sim_s": 1.0}
         out["runtime_start_beside"] = {"alone": alone}
@@ -285,6 +295,9 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert loads["ssd"] == {"loads": 6, "median_s": 1.05}  # summed; median of the medians
     assert loads["remote"] == {"loads": 0, "median_s": None}
     assert summary["load_share_real"] == 0.55
+    served = summary["requests_by_tier_sim"]
+    assert served["ssd"] == {"requests": 6, "ttft_median_s": 2.05}
+    assert served["dram"] == {"requests": 0, "ttft_median_s": None}
     assert summary["runtime_start_beside"]["alone"] == {
         "real_n": 6, "real_s": 1.05, "sim_n": 3, "sim_s": 1.0,
     }  # fmt: skip

@@ -77,6 +77,12 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
             counts = {label: figures["n"] for label, figures in paired[stage].items()}
             assert sum(counts.values()) == 2 * counts["all"]  # the companies part "all"
         assert 0 < result["load_share_real"] < 1
+        # Every request with a TTFT, on the tier that served it.
+        served = {side: result[f"requests_by_tier_{side}"] for side in ("real", "sim")}
+        assert (
+            sum(v["requests"] for v in served["real"].values()) == result["runs"][0]["real_ttfts"]
+        )
+        assert sum(v["requests"] for v in served["sim"].values()) == report["scenario"]["requests"]
         for q in (50, 90, 99):
             assert math.isfinite(result[f"ttft_p{q}_rel_error"])
     for side in ("real", "sim"):
