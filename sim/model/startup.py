@@ -2,9 +2,10 @@
 
 The stages of a step begin together and the step ends when the last one does; then the
 next step begins. The load is the tiered, link-shared `CheckpointLoad`; a CPU stage is a
-flow of its CPU-seconds over the server's host cores (`Server.cores`, the same max-min
-fluid model as the links, each flow capped at one core, so k concurrent stages on c
-cores each progress at min(1, c / k)); a fixed stage is a timer. A run of fixed steps is
+flow of its CPU-seconds over the server's host cores (`Server.cores`, a fluid model as
+the links are, each flow capped at one core, so k concurrent stages on c cores each
+progress at min(1, c / k), or at most 1 / (1 + s) of a core in any company where the
+group sets `startup_company_slowdown` s); a fixed stage is a timer. A run of fixed steps is
 folded into the delay of the next step, whose flows are then planned on their resources
 (`ServerLinks.start_in`), so estimates made meanwhile see them coming: the default
 start-up (fixed cost, then load) thus schedules exactly the events it always did.
