@@ -58,7 +58,7 @@ from calibration.validate.scenario import (
     write_trace,
 )
 from calibration.validate.scheduler import Replay
-from calibration.validate.served import SERVED, requests_by_tier
+from calibration.validate.served import requests_by_tier
 from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import p99_ratios, pooled, summarize
 from sim.config import read_config
@@ -429,29 +429,11 @@ def _table(report: dict) -> str:
         moved = result["migrated_requests"]
         lines.append(f"{policy:<14} {moved['real']:8d} {moved['sim']:8d}")
     lines += ["", "cold-start loads by tier: count and median s (summed; median of repeats)"]
-    lines.append(
-        f"{'policy':<14} {'tier':<7} {'real n':>7} {'real s':>8} {'sim n':>7} {'sim s':>8}"
-    )
+    lines += _tier_table(report["policies"], "loads_by_tier", "loads", "median_s")
     for policy, result in report["policies"].items():
-        real, sim = result["loads_by_tier_real"], result["loads_by_tier_sim"]
-        for tier in real:
-            lines.append(
-                f"{policy:<14} {tier:<7} {real[tier]['loads']:7d} {_s(real[tier]['median_s'])}"
-                f" {sim[tier]['loads']:7d} {_s(sim[tier]['median_s'])}"
-            )
         lines.append(f"{policy:<14} share of cold TTFT spent loading: {_share(result)}")
     lines += ["", "requests by the tier that served them: count and median TTFT s (summed; median)"]
-    lines.append(
-        f"{'policy':<14} {'tier':<7} {'real n':>7} {'real s':>8} {'sim n':>7} {'sim s':>8}"
-    )
-    for policy, result in report["policies"].items():
-        real, sim = result["requests_by_tier_real"], result["requests_by_tier_sim"]
-        for tier in SERVED:
-            lines.append(
-                f"{policy:<14} {tier:<7} {real[tier]['requests']:7d} "
-                f"{_s(real[tier]['ttft_median_s'])} {sim[tier]['requests']:7d} "
-                f"{_s(sim[tier]['ttft_median_s'])}"
-            )
+    lines += _tier_table(report["policies"], "requests_by_tier", "requests", "ttft_median_s")
     if report["scenario"]["replays"] > 1:
         lines += ["", "real replays of one trace: |real / first replay's real - 1|, median"]
         lines.append(f"{'policy':<14} " + " ".join(f"{'p' + str(q):>7}" for q in PERCENTILES))
@@ -463,6 +445,19 @@ def _table(report: dict) -> str:
         sim = report["p99_ratio_random_to_startup_aware_sim"]
         lines += ["", f"p99 random / startup-aware: real {real:.2f}, sim {sim:.2f}"]
     return "\n".join(lines)
+
+
+def _tier_table(policies: dict[str, dict], key: str, count: str, median: str) -> list[str]:
+    """Per policy and tier, real beside simulated: the `count` and the `median` in s."""
+    lines = [f"{'policy':<14} {'tier':<7} {'real n':>7} {'real s':>8} {'sim n':>7} {'sim s':>8}"]
+    for policy, result in policies.items():
+        real, sim = result[f"{key}_real"], result[f"{key}_sim"]
+        lines += [
+            f"{policy:<14} {tier:<7} {real[tier][count]:7d} {_s(real[tier][median])} "
+            f"{sim[tier][count]:7d} {_s(sim[tier][median])}"
+            for tier in real
+        ]
+    return lines
 
 
 def _s(seconds: float | None) -> str:
