@@ -14,6 +14,15 @@ probes just before and just after it. That is a measurement of the engine on thi
 in that replay's minutes, still nothing the replay itself measured: how start-ups that
 overlap stretch, and everything after the start-up, the simulator works out. The report
 keeps the errors with the profile's own start-up beside them.
+
+Where the checkpoints are gigabytes (the `tiers` scenario), the disk is re-probed the
+same way: this VM's one-reader cold rate, which the profile measures in its own minute,
+was 1.30 to 2.3 GB/s from one validation to the next (a cache behind the virtual disk
+serves part of a "cold" read, more on some days than others). Around each replay a
+reader process loads a checkpoint found on server 0's SSD cold, `PROBES` times, as the
+profile's `disk_readers_1` does; the replay is simulated with `ssd_read_bytes_per_s` the
+median of the reads just before and just after it, and the host's disk scaled by the
+same factor (the disk faster or slower as a whole).
 """
 
 import json
@@ -23,20 +32,27 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.checkpoint.format import BLOB_NAME, read_index
+from calibration.checkpoint.pagecache import make_cold
+from calibration.checkpoint.reader import buffer_bytes
+from calibration.measure.disk_readers import LOAD_COMMAND, Readers
 from calibration.measure.measurement import Measurement
 from calibration.validate.scenario import MODELS, Layout, Scenario
 from calibration.validate.scheduler import instance_command, instance_spec
 
 PROBES = 3
 MEASUREMENT = "instance_startup_around_replay"
+DISK_MEASUREMENT = "disk_read_around_replay"
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe's start-ups: wall times and CPU-seconds, in s."""
+    """One probe's start-ups, wall times and CPU-seconds in s, and its cold reads of a
+    checkpoint on disk in bytes/s (none where the scenario's loads are not gigabytes)."""
 
     wall_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
+    disk_bytes_per_s: tuple[float, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -45,11 +61,30 @@ class Probe:
 
 def probe(scenario: Scenario, layout: Layout) -> Probe:
     """Start an instance on server 0 `PROBES` times, one at a time, and time each start-up
-    (of any model: the start-up comes before the checkpoint is read)."""
+    (of any model: the start-up comes before the checkpoint is read); in the `tiers`
+    scenario, then read a checkpoint on server 0's SSD cold `PROBES` times."""
     model = next(iter(MODELS))
     spec = instance_spec(scenario, 0, model, layout.ssd(0, model), None)
     samples = [_start(spec) for _ in range(PROBES)]
-    return Probe(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples))
+    disk = _cold_reads(layout) if scenario.checkpoint_bytes else ()
+    return Probe(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples), disk)
+
+
+def _cold_reads(layout: Layout) -> tuple[float, ...]:
+    """A checkpoint on server 0's SSD loaded cold by a reader process `PROBES` times, as
+    the profile's `disk_readers_1` loads: each load's tensor bytes per second."""
+    held = [layout.ssd(0, m) for m in MODELS if (layout.ssd(0, m) / BLOB_NAME).exists()]
+    if not held:
+        raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
+    checkpoint = held[0]
+    payload = sum(entry.nbytes for entry in read_index(checkpoint).tensors)
+    rates = []
+    with Readers(1, buffer_bytes(checkpoint)) as reader:
+        for _ in range(PROBES):
+            make_cold(str(checkpoint / BLOB_NAME))
+            took, _ = reader.together(LOAD_COMMAND, [checkpoint])
+            rates.append(payload / took)
+    return tuple(rates)
 
 
 def _start(spec: dict) -> tuple[float, float]:
@@ -78,7 +113,8 @@ def _start(spec: dict) -> tuple[float, float]:
 def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
     """Write to `out` the profile at `profile` with its start-up replaced by the median of
     the probes `before` and `after` a replay (the CPU-seconds, where the profile has them,
-    by theirs, at most the wall time as `calibration.measure` records them)."""
+    by theirs, at most the wall time as `calibration.measure` records them), and where
+    both read the disk, its one-reader rate by theirs (the host's disk scaled alike)."""
     document = json.loads(profile.read_text(encoding="utf-8-sig"))
     derived = document["derived"]
     wall = Measurement(before.wall_s + after.wall_s, "s", True)
@@ -87,6 +123,13 @@ def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
         cpu = statistics.median(before.cpu_s + after.cpu_s)
         derived["startup_cpu_s"] = min(cpu, wall.median)
     document.setdefault("measurements", {})[MEASUREMENT] = wall.record()
+    if before.disk_bytes_per_s and after.disk_bytes_per_s:
+        disk = Measurement(before.disk_bytes_per_s + after.disk_bytes_per_s, "bytes/s", False)
+        factor = disk.median / derived["ssd_read_bytes_per_s"]
+        derived["ssd_read_bytes_per_s"] = disk.median
+        if "host_disk_bytes_per_s" in derived:
+            derived["host_disk_bytes_per_s"] *= factor
+        document["measurements"][DISK_MEASUREMENT] = disk.record()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")
     return out
