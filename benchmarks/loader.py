@@ -44,7 +44,7 @@ from safetensors.torch import load_file, save_file
 import calibration
 from calibration.checkpoint import pagecache
 from calibration.checkpoint.buffers import host_buffer
-from calibration.checkpoint.format import BLOB_NAME, is_checkpoint, read_index
+from calibration.checkpoint.format import BLOB_NAME, is_checkpoint, payload_bytes, read_index
 from calibration.checkpoint.reader import choose_mode
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.raw_read import DirectIORefused
@@ -116,7 +116,7 @@ class Bench:
         self.device = device
         self.target = torch.device(device)
         self.blob = files["thaw"] / BLOB_NAME
-        self.payload = sum(entry.nbytes for entry in read_index(files["thaw"]).tensors)
+        self.payload = payload_bytes(files["thaw"])
         size = calibration.buffer_bytes(files["thaw"])
         # Raw and (on the CPU) thaw read into the same pre-faulted buffer: on this VM,
         # O_DIRECT into one buffer ran 35% slower than into another allocated just after

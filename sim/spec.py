@@ -48,9 +48,9 @@ class ServerGroup:
     # links; 0: loads take no CPU (docs/model.md).
     load_cpu_s_per_gb: float = 0.0
     download_cpu_s_per_gb: float = 0.0
-    # A start-up's CPU stage runs at its share of the cores over 1 + this while any other
-    # CPU flow shares its host (caches, memory bandwidth, SMT siblings: a stretch before
-    # the cores run out); 0: it slows only once they do (docs/model.md).
+    # A start-up's CPU stage asks 1 / (1 + this) of a core while any other CPU flow shares
+    # its host (caches, memory bandwidth, SMT siblings: a stretch before the cores run
+    # out); 0: it slows only once they do (docs/model.md).
     startup_company_slowdown: float = 0.0
 
     def can_host(self, gpus: int, weights: int) -> bool:

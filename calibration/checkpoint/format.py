@@ -102,6 +102,12 @@ def is_checkpoint(path: Path) -> bool:
     return (path / INDEX_NAME).is_file() and (path / BLOB_NAME).is_file()
 
 
+def payload_bytes(checkpoint: Path) -> int:
+    """The bytes of the tensors the checkpoint directory `checkpoint` holds (its blob less
+    the alignment padding)."""
+    return sum(entry.nbytes for entry in read_index(checkpoint).tensors)
+
+
 def read_index(checkpoint: Path) -> Index:
     """The validated index of the checkpoint directory `checkpoint`."""
     path = checkpoint / INDEX_NAME

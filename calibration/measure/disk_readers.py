@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 from calibration.checkpoint.buffers import file_buffer, host_buffer
-from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, read_index
+from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import (
     DEFAULT_CHUNK_BYTES,
@@ -88,7 +88,7 @@ def measure_readers(
     """`disk_readers_{k}` for k in `READERS`, aggregate bytes/s, `RAW`, the raw read in
     the same rounds, and `CPU`, the 1-reader loads' CPU-seconds per byte: `runs` rounds
     each."""
-    payload = sum(entry.nbytes for entry in read_index(copies[0]).tensors)
+    payload = payload_bytes(copies[0])
     first = copies[0] / BLOB_NAME
     samples: dict[str, list[float]] = {}
     with Readers(max(READERS), buffer_bytes(copies[0])) as readers:

@@ -25,7 +25,7 @@ more.
 import math
 from dataclasses import dataclass
 
-from sim.model.server import CORES, STARTUP_CPU, rates_in_company
+from sim.model.server import CORES, STARTUP_CPU, core_capacity, rates_in_company
 
 STEP = 0.01
 
@@ -67,4 +67,4 @@ def _share(cores: float, stretch: Stretch, slowdown: float) -> float:
     simulator's host cores share them."""
     flows = [(STARTUP_CPU, 1.0)] * (1 + stretch.startups)
     flows += [(CORES, cap) for cap in stretch.beside]
-    return rates_in_company(slowdown, flows, {CORES[0]: cores, STARTUP_CPU[1]: math.inf})[0]
+    return rates_in_company(slowdown, flows, core_capacity(cores))[0]

@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 
 from calibration.checkpoint.buffers import host_buffer
 from calibration.checkpoint.direct_io import BLOCK, open_direct
-from calibration.checkpoint.format import BLOB_NAME, CheckpointError, read_index
+from calibration.checkpoint.format import BLOB_NAME, CheckpointError, payload_bytes
 from calibration.checkpoint.pagecache import PageCacheError, make_cold, make_warm
 from calibration.checkpoint.reader import buffer_bytes, choose_direct, load
 from calibration.checkpoint.sources import read_source
@@ -55,7 +55,7 @@ class StorageFiles:
 
     @property
     def payload_bytes(self) -> int:
-        return sum(entry.nbytes for entry in read_index(self.checkpoint).tensors)
+        return payload_bytes(self.checkpoint)
 
 
 class NotADisk(InputError):

@@ -62,7 +62,7 @@ def migrated(frame: pd.DataFrame) -> dict[str, int | float | None]:
     moved = frame[frame["migrations"] > 0]
     return {
         "migrated_requests": len(moved),
-        "migration_pause_s_median": _median(moved["migration_pause_s"]),
+        "migration_pause_s_median": median_or_none(moved["migration_pause_s"]),
     }
 
 
@@ -77,8 +77,8 @@ def instance_phases(records: Records) -> dict[str, float]:
     return {
         "instances": len(rows),
         "process_start_s_median": float(start.median()),
-        "process_start_s_median_alone": _median(start[~shared]),
-        "process_start_s_median_overlapping": _median(start[shared]),
+        "process_start_s_median_alone": median_or_none(start[~shared]),
+        "process_start_s_median_overlapping": median_or_none(start[shared]),
         # Against the profile's `startup_cpu_s`: more work, or less of a core to do it on.
         "process_start_cpu_s_median": float(rows["started_cpu_s"].median()),
         "overlapping_starts": int(shared.sum()),
@@ -87,5 +87,6 @@ def instance_phases(records: Records) -> dict[str, float]:
     }
 
 
-def _median(values: pd.Series) -> float | None:
+def median_or_none(values: pd.Series) -> float | None:
+    """The median of `values`, or None where there are none (JSON has no NaN)."""
     return float(values.median()) if len(values) else None

@@ -11,6 +11,7 @@ the same span.
 import numpy as np
 import pandas as pd
 
+from calibration.validate.compare import median_or_none
 from calibration.validate.records import Records
 from thaw_kernel.tiers import Tier
 
@@ -33,7 +34,7 @@ def _by_tier(tiers: pd.Series, seconds: pd.Series) -> dict[str, dict[str, float 
     out = {}
     for tier in TIERS:
         values = seconds[(tiers == tier).to_numpy()].dropna()
-        out[tier] = {"loads": len(values), "median_s": _median(values)}
+        out[tier] = {"loads": len(values), "median_s": median_or_none(values)}
     return out
 
 
@@ -54,7 +55,3 @@ def load_share(records: Records, requests: pd.DataFrame) -> float | None:
     valid = np.isfinite(loading) & np.isfinite(ttft)
     total = float(ttft[valid].sum())
     return float(np.maximum(loading[valid], 0.0).sum()) / total if total > 0 else None
-
-
-def _median(values: pd.Series) -> float | None:
-    return float(values.median()) if len(values) else None

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.checkpoint.format import BLOB_NAME, read_index
+from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes
 from calibration.measure.disk_readers import LOAD_COMMAND, Readers
@@ -77,7 +77,7 @@ def _cold_reads(layout: Layout) -> tuple[float, ...]:
     if not held:
         raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
     checkpoint = held[0]
-    payload = sum(entry.nbytes for entry in read_index(checkpoint).tensors)
+    payload = payload_bytes(checkpoint)
     rates = []
     with Readers(1, buffer_bytes(checkpoint)) as reader:
         for _ in range(PROBES):

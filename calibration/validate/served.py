@@ -11,6 +11,8 @@ instance was ready), as both sides' request tables record it.
 
 import pandas as pd
 
+from calibration.validate.compare import median_or_none
+
 SERVED = ("warm", "dram", "ssd", "remote")
 
 
@@ -19,9 +21,5 @@ def requests_by_tier(requests: pd.DataFrame) -> dict[str, dict[str, float | int 
     out = {}
     for tier in SERVED:
         ttft = requests.loc[requests["tier"] == tier, "ttft_s"].dropna()
-        out[tier] = {"requests": len(ttft), "ttft_median_s": _median(ttft)}
+        out[tier] = {"requests": len(ttft), "ttft_median_s": median_or_none(ttft)}
     return out
-
-
-def _median(values: pd.Series) -> float | None:
-    return float(values.median()) if len(values) else None

@@ -37,10 +37,15 @@ def host_cores(clock: Clock, cores: float, company_slowdown: float = 0.0) -> Ser
     """A host's cores as a fluid domain, shared in proportion to what each flow asks
     (sim.model.loading says why); a start-up's CPU stage in company asks its core over
     1 + `company_slowdown`."""
-    capacity = {"cores": cores, STARTUP_CPU[1]: math.inf}
+    capacity = core_capacity(cores)
     if not company_slowdown:
         return ServerLinks(clock, capacity, share=proportional_rates)
     return ServerLinks(clock, capacity, share=partial(rates_in_company, company_slowdown))
+
+
+def core_capacity(cores: float) -> dict[str, float]:
+    """A host's cores as link capacities: the start-ups' marker never limits them."""
+    return {CORES[0]: cores, STARTUP_CPU[1]: math.inf}
 
 
 def rates_in_company(
