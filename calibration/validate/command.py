@@ -43,6 +43,7 @@ from calibration.validate.compare import (
     rel_errors,
     simulate,
 )
+from calibration.validate.conditioning import rank_errors, sensitivities
 from calibration.validate.loads import load_share, loads_by_tier_real, loads_by_tier_sim
 from calibration.validate.paired import paired_stages
 from calibration.validate.reprobe import Probe, probe, reprobed
@@ -217,6 +218,8 @@ def _validate_policy(
         "requests": len(trace),
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
         **errors(real_ttft, simulated["ttft_s"].to_numpy()),
+        **rank_errors(real_ttft, simulated["ttft_s"].to_numpy()),
+        **sensitivities(layout, predicting, policy, seed, simulated["ttft_s"].to_numpy()),
         "stages": {
             stage: {"real_s": real_stages_s[stage], "sim_s": sim_stages_s[stage]}
             for stage in STAGES
@@ -418,6 +421,7 @@ def _table(report: dict) -> str:
                 f"{policy:<14} p{q:<3} {real:8.3f} {sim:8.3f} {error:+7.1%}  "
                 f"{low:+7.1%}..{high:+7.1%}  {size:7.1%} {pooled_error:+7.1%}  {measured:+11.1%}"
             )
+    lines += ["", *_conditioning_table(report["policies"])]
     lines += ["", "cold-start stages, median s (median of repeats)"]
     lines.append(f"{'policy':<14} {'stage':<16} {'real s':>8} {'sim s':>8}")
     for policy, result in report["policies"].items():
@@ -445,6 +449,25 @@ def _table(report: dict) -> str:
         sim = report["p99_ratio_random_to_startup_aware_sim"]
         lines += ["", f"p99 random / startup-aware: real {real:.2f}, sim {sim:.2f}"]
     return "\n".join(lines)
+
+
+def _conditioning_table(policies: dict[str, dict]) -> list[str]:
+    """Per policy and percentile, how far the simulator's own percentile moves with every
+    speed 5% off, and the rank error, medians over the repeats and pooled."""
+    lines = [
+        "how much an error can say (medians of repeats): moves = the simulator's percentile",
+        "with every speed 5% faster or slower; rank = share of simulated requests below the",
+        "real percentile, less its own share (|rank|: median size; pooled: all requests)",
+        f"{'policy':<14} {'':>4} {'moves':>7} {'rank':>7} {'|rank|':>7} {'pooled':>7}",
+    ]
+    for policy, result in policies.items():
+        lines += [
+            f"{policy:<14} p{q:<3} {result[f'ttft_p{q}_sensitivity']:7.1%} "
+            f"{result[f'ttft_p{q}_rank_error']:+7.1%} {result[f'ttft_p{q}_abs_rank_error']:7.1%} "
+            f"{result['pooled'][f'ttft_p{q}_rank_error']:+7.1%}"
+            for q in PERCENTILES
+        ]
+    return lines
 
 
 def _tier_table(policies: dict[str, dict], key: str, count: str, median: str) -> list[str]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from calibration.validate.beside import company_order
 from calibration.validate.compare import PERCENTILES, errors
+from calibration.validate.conditioning import rank_errors
 from calibration.validate.loads import TIERS
 from calibration.validate.paired import STAGES as STAGES_PAIRED
 from calibration.validate.served import SERVED
@@ -33,6 +34,11 @@ def summarize(repeats: list[dict]) -> dict:
         out[f"ttft_p{q}_rel_error"] = _median(error)
         out[f"ttft_p{q}_abs_rel_error"] = _median([abs(e) for e in error])
         out[f"ttft_p{q}_rel_error_range"] = [float(min(error)), float(max(error))]
+        # How much the error can say (calibration.validate.conditioning).
+        out[f"ttft_p{q}_sensitivity"] = _median([r[f"ttft_p{q}_sensitivity"] for r in repeats])
+        rank = [r[f"ttft_p{q}_rank_error"] for r in repeats]
+        out[f"ttft_p{q}_rank_error"] = _median(rank)
+        out[f"ttft_p{q}_abs_rank_error"] = _median([abs(e) for e in rank])
     # The same errors' medians with the profile's start-up as measured, not timed again.
     out["with_profile_startup"] = {
         key: _median([r["with_profile_startup"][key] for r in repeats])
@@ -109,9 +115,10 @@ def replay_spread(runs: list[dict]) -> dict[str, float | None]:
 
 
 def pooled(real: list[np.ndarray], simulated: list[np.ndarray]) -> dict[str, float]:
-    """Each percentile's real and simulated TTFT, and the signed error, over the requests
-    of every repeat together (each side's arrays, one per repeat)."""
-    return errors(np.concatenate(real), np.concatenate(simulated))
+    """Each percentile's real and simulated TTFT, the signed error and the rank error,
+    over the requests of every repeat together (each side's arrays, one per repeat)."""
+    real_all, simulated_all = np.concatenate(real), np.concatenate(simulated)
+    return errors(real_all, simulated_all) | rank_errors(real_all, simulated_all)
 
 
 def _by_tier(

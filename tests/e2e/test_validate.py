@@ -258,6 +258,8 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
         for q in (50, 90, 99):
             out |= {f"ttft_p{q}_real_s": 2.0, f"ttft_p{q}_sim_s": 2.0 * (1 + error)}
             out[f"ttft_p{q}_rel_error"] = error
+            out[f"ttft_p{q}_rank_error"] = error / 10
+            out[f"ttft_p{q}_sensitivity"] = 0.1 + error
         out["with_profile_startup"] = {"ttft_p99_rel_error": 2 * error}
         tiers = {"dram": (1, 0.1), "ssd": (2, 1.0 + error), "remote": (0, None)}
         for side in ("real", "sim"):
@@ -288,6 +290,9 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert summary["ttft_p99_rel_error"] == 0.05
     assert summary["ttft_p99_rel_error_range"] == [-0.2, 0.1]
     assert summary["ttft_p99_abs_rel_error"] == 0.1  # the median of 0.2, 0.1 and 0.05
+    assert summary["ttft_p50_rank_error"] == pytest.approx(0.005)
+    assert summary["ttft_p50_abs_rank_error"] == pytest.approx(0.01)
+    assert summary["ttft_p90_sensitivity"] == pytest.approx(0.15)
     assert summary["ttft_p50_sim_s"] == pytest.approx(2.1)
     assert summary["stages"]["checkpoint_load"]["real_s"] == 1.05
     assert summary["migrated_requests"] == {"real": 6, "sim": 3}
@@ -444,6 +449,9 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
         for key in ("real_s", "sim_s", "rel_error"):
             assert math.isfinite(result[f"ttft_p{q}_{key}"])
         assert result[f"ttft_p{q}_real_s"] > 0
+        assert 0 <= result[f"ttft_p{q}_sensitivity"] < 1  # a 5% change moves it, finitely
+        assert -1 <= result[f"ttft_p{q}_rank_error"] <= 1
+        assert -1 <= result["pooled"][f"ttft_p{q}_rank_error"] <= 1
     for stage in STAGES:  # in the report and in the printed table
         assert math.isfinite(result["stages"][stage]["real_s"])
         assert any(line.split()[:2] == ["locality", stage] for line in done.stdout.splitlines())
