@@ -43,6 +43,9 @@ class ServerGroup:
     # The aggregate read bandwidth of the one disk a host's servers share (their SSD loads
     # and, with `remote_download`, their downloads' writes); 0: each server's SSD its own.
     host_disk: float = 0.0
+    # The same disk's aggregate while two or more transfers cross it at once (a virtual
+    # disk's concurrent streams may read less together than one alone); 0: `host_disk`.
+    host_disk_shared: float = 0.0
     # The CPU-seconds per GB a load from SSD (its page faults, copies, checksums) and a
     # download from the remote tier take on the host's cores, beside its bytes on the
     # links; 0: loads take no CPU (docs/model.md).

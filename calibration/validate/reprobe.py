@@ -22,7 +22,14 @@ serves part of a "cold" read, more on some days than others). Around each replay
 reader process loads a checkpoint found on server 0's SSD cold, `PROBES` times, as the
 profile's `disk_readers_1` does; the replay is simulated with `ssd_read_bytes_per_s` the
 median of the reads just before and just after it, and the host's disk scaled by the
-same factor (the disk faster or slower as a whole).
+same factor (the disk faster or slower as a whole). Where two servers hold checkpoints,
+two reader processes then load one from each server's SSD at once, `PROBES` times, as
+two of the replay's loads do: how the disk divides between them changed from minute to
+minute on this VM too (two readers together at 1.36 times one reader's rate in a
+profile, 0.85 times it in the replay's loads twenty minutes later), so the replay is
+simulated with the median of those pairs as `host_disk_shared_bytes_per_s`, the disk's
+rate while two or more transfers cross it, and `host_disk_bytes_per_s` the one reader's
+(`sim.model.transfers.ServerLinks.shared`).
 """
 
 import json
@@ -43,16 +50,19 @@ from calibration.validate.scheduler import instance_command, instance_spec
 PROBES = 3
 MEASUREMENT = "instance_startup_around_replay"
 DISK_MEASUREMENT = "disk_read_around_replay"
+PAIR_MEASUREMENT = "disk_pair_read_around_replay"
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe's start-ups, wall times and CPU-seconds in s, and its cold reads of a
-    checkpoint on disk in bytes/s (none where the scenario's loads are not gigabytes)."""
+    """One probe's start-ups, wall times and CPU-seconds in s, its cold reads of a
+    checkpoint on disk and its pairs of cold reads at once (both checkpoints' bytes over
+    the pair's time) in bytes/s (none where the scenario's loads are not gigabytes)."""
 
     wall_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
     disk_bytes_per_s: tuple[float, ...] = ()
+    disk_pair_bytes_per_s: tuple[float, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -66,23 +76,35 @@ def probe(scenario: Scenario, layout: Layout) -> Probe:
     model = next(iter(MODELS))
     spec = instance_spec(scenario, 0, model, layout.ssd(0, model), None)
     samples = [_start(spec) for _ in range(PROBES)]
-    disk = _cold_reads(layout) if scenario.checkpoint_bytes else ()
-    return Probe(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples), disk)
+    disk = pairs = ()
+    if scenario.checkpoint_bytes:
+        disk = _cold_reads([_held(layout, 0)])
+        if scenario.servers > 1:
+            pairs = _cold_reads([_held(layout, 0), _held(layout, 1)])
+    wall, cpu = tuple(w for w, _ in samples), tuple(c for _, c in samples)
+    return Probe(wall, cpu, disk, pairs)
 
 
-def _cold_reads(layout: Layout) -> tuple[float, ...]:
-    """A checkpoint on server 0's SSD loaded cold by a reader process `PROBES` times, as
-    the profile's `disk_readers_1` loads: each load's tensor bytes per second."""
-    held = [layout.ssd(0, m) for m in MODELS if (layout.ssd(0, m) / BLOB_NAME).exists()]
-    if not held:
-        raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
-    checkpoint = held[0]
-    payload = payload_bytes(checkpoint)
+def _held(layout: Layout, server: int) -> Path:
+    """The first checkpoint, in catalog order, on `server`'s SSD."""
+    for model in MODELS:
+        if (layout.ssd(server, model) / BLOB_NAME).exists():
+            return layout.ssd(server, model)
+    raise RuntimeError(f"the disk probe found no checkpoint on server {server}'s SSD")
+
+
+def _cold_reads(checkpoints: list[Path]) -> tuple[float, ...]:
+    """`checkpoints` loaded cold at once, a reader process each, `PROBES` times, as the
+    profile's `disk_readers_K` load: each time, their tensor bytes over the time from the
+    first reader's start to the last one's end."""
+    payload = sum(payload_bytes(checkpoint) for checkpoint in checkpoints)
     rates = []
-    with Readers(1, buffer_bytes(checkpoint)) as reader:
+    size = max(buffer_bytes(checkpoint) for checkpoint in checkpoints)
+    with Readers(len(checkpoints), size) as readers:
         for _ in range(PROBES):
-            make_cold(str(checkpoint / BLOB_NAME))
-            took, _ = reader.together(LOAD_COMMAND, [checkpoint])
+            for checkpoint in checkpoints:
+                make_cold(str(checkpoint / BLOB_NAME))
+            took, _ = readers.together(LOAD_COMMAND, checkpoints)
             rates.append(payload / took)
     return tuple(rates)
 
@@ -114,22 +136,32 @@ def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
     """Write to `out` the profile at `profile` with its start-up replaced by the median of
     the probes `before` and `after` a replay (the CPU-seconds, where the profile has them,
     by theirs, at most the wall time as `calibration.measure` records them), and where
-    both read the disk, its one-reader rate by theirs (the host's disk scaled alike)."""
+    both read the disk, its one-reader rate by theirs (the host's disk scaled alike); where
+    both read it in pairs too, the host's disk one reader's rate and its shared rate the
+    pairs'."""
     document = json.loads(profile.read_text(encoding="utf-8-sig"))
     derived = document["derived"]
+    measurements = document.setdefault("measurements", {})
     wall = Measurement(before.wall_s + after.wall_s, "s", True)
     derived["instance_startup_s"] = wall.median
     if "startup_cpu_s" in derived:
         cpu = statistics.median(before.cpu_s + after.cpu_s)
         derived["startup_cpu_s"] = min(cpu, wall.median)
-    document.setdefault("measurements", {})[MEASUREMENT] = wall.record()
+    measurements[MEASUREMENT] = wall.record()
     if before.disk_bytes_per_s and after.disk_bytes_per_s:
         disk = Measurement(before.disk_bytes_per_s + after.disk_bytes_per_s, "bytes/s", False)
         factor = disk.median / derived["ssd_read_bytes_per_s"]
         derived["ssd_read_bytes_per_s"] = disk.median
         if "host_disk_bytes_per_s" in derived:
             derived["host_disk_bytes_per_s"] *= factor
-        document["measurements"][DISK_MEASUREMENT] = disk.record()
+        measurements[DISK_MEASUREMENT] = disk.record()
+    if before.disk_pair_bytes_per_s and after.disk_pair_bytes_per_s:
+        pairs = before.disk_pair_bytes_per_s + after.disk_pair_bytes_per_s
+        pair = Measurement(pairs, "bytes/s", False)
+        measurements[PAIR_MEASUREMENT] = pair.record()
+        if document.get("version", 1) >= 2:  # a host's disk is a version-2 key
+            derived["host_disk_bytes_per_s"] = derived["ssd_read_bytes_per_s"]  # one stream
+            derived["host_disk_shared_bytes_per_s"] = pair.median
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")
     return out

@@ -272,10 +272,12 @@ def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
 # A remote start downloads to SSD, then loads from there (`sim.model.loading`).
 _DOWNLOAD = "remote_download"
 # The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`), and
-# the CPU-seconds per GB its loads from SSD and its downloads take on the host's cores,
-# and how much a start-up's CPU stage slows beside any other CPU work there.
+# its aggregate while two or more transfers cross it, the CPU-seconds per GB its loads
+# from SSD and its downloads take on the host's cores, and how much a start-up's CPU stage
+# slows beside any other CPU work there.
 _HOST_KEYS = {
     "host_disk": bandwidth,
+    "host_disk_shared": bandwidth,
     "load_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
     "download_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
     "startup_company_slowdown": ranged(0.0, bounds.COMPANY_SLOWDOWN, positive=False),
@@ -287,6 +289,8 @@ def _host_keys(group: dict, where: str) -> dict[str, float]:
     given: absent, each server's SSD reads only its own link, loads take no CPU, and a
     start-up slows only once the cores run out."""
     given = {key: group[key] for key in _HOST_KEYS if key in group}
+    if "host_disk_shared" in given and "host_disk" not in given:
+        raise InputError(f"{where}host_disk_shared: needs host_disk (the disk it qualifies)")
     return parse_fields(given, {key: _HOST_KEYS[key] for key in given}, where)
 
 

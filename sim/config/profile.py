@@ -21,6 +21,9 @@ start-up's CPU figures, still loads):
                                     and its first pass's one-time costs
         "host_disk_bytes_per_s":    version 2, optional: the host's one disk, all its
                                     concurrent O_DIRECT readers together
+        "host_disk_shared_bytes_per_s": version 2, optional: the same disk's aggregate
+                                    while two or more transfers cross it, where it
+                                    differs (calibration.validate measures it)
         "load_cpu_s_per_byte":      version 2, optional: the CPU-seconds a cold load from
                                     SSD takes per byte (page faults, copies, checksums)
         "download_cpu_s_per_byte":  version 2, optional: the same for a download from the
@@ -45,7 +48,8 @@ every weight once a step, so its step time grows with them; a prefill's work gro
 the parameters, so its rate falls with them, and its fixed part, where the profile has
 one, grows with them as a step does); the migration rounds take the fixed cost.
 A version-2 profile also sets every group's `host_cores` (and `host_disk`, where it has
-`host_disk_bytes_per_s`: the disk a host's servers share; `load_cpu_s_per_gb` and
+`host_disk_bytes_per_s`: the disk a host's servers share; `host_disk_shared`, where it
+has `host_disk_shared_bytes_per_s`; `load_cpu_s_per_gb` and
 `download_cpu_s_per_gb`, where it has their CPU per byte; `startup_company_slowdown`,
 where it has it) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
@@ -82,6 +86,7 @@ _DERIVED_OPTIONAL = ("network_bytes_per_s",)
 _DERIVED_V2_OPTIONAL = (
     "warmup_s",
     "host_disk_bytes_per_s",
+    "host_disk_shared_bytes_per_s",
     "load_cpu_s_per_byte",
     "download_cpu_s_per_byte",
     "startup_company_slowdown",
@@ -245,9 +250,10 @@ def _apply_startup(
     for i, group in enumerate(table["servers"]):
         group["host_cores"] = derived["host_cores"]
         applied.append(f"servers[{i}].host_cores")
-        if "host_disk_bytes_per_s" in derived:
-            group["host_disk"] = derived["host_disk_bytes_per_s"]
-            applied.append(f"servers[{i}].host_disk")
+        for key, field in (("host_disk", "host_disk"), ("host_disk_shared", "host_disk_shared")):
+            if f"{key}_bytes_per_s" in derived:
+                group[field] = derived[f"{key}_bytes_per_s"]
+                applied.append(f"servers[{i}].{field}")
         for kind in ("load", "download"):
             if f"{kind}_cpu_s_per_byte" in derived:
                 group[f"{kind}_cpu_s_per_gb"] = derived[f"{kind}_cpu_s_per_byte"] * 1e9

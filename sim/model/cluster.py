@@ -50,6 +50,8 @@ class Cluster:
                     )
                     if group.host_disk:
                         host = ServerLinks(clock, {HOST_DISK: group.host_disk})
+                        if group.host_disk_shared:
+                            host.shared[HOST_DISK] = group.host_disk_shared
                 server = Server(
                     len(self.servers),
                     g,

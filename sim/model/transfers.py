@@ -12,7 +12,7 @@ A flow may name the flows that follow it (`then`: a download's load from the SSD
 begin the moment it ends; the estimates replay them too.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sim.model.clock import Clock, Timer
 from sim.model.fairshare import max_min_rates
@@ -66,13 +66,16 @@ class ServerLinks:
     disk, and the loads crossing them; or a host's cores and the CPU flows on them.
 
     `share`: how the links divide among the flows crossing them (max-min fairly unless
-    told otherwise)."""
+    told otherwise). `shared`: per link, the capacity it has instead while two or more
+    flows cross it (a disk whose concurrent streams together read less, or more, than
+    one stream alone)."""
 
     def __init__(
         self, clock: Clock, capacity: dict[str, float], share: Sharing = max_min_rates
     ) -> None:
         self._clock = clock
         self.capacity = capacity
+        self.shared: dict[str, float] = {}
         self._share = share
         self.active: list[Transfer] = []
         # (at, size, links, cap, then) of the loads to begin at `at`.
@@ -183,7 +186,9 @@ class ServerLinks:
             if not flows:
                 t = joins[0][0]
                 continue
-            rates = self._share([(f[1], f[2]) for f in flows], self.capacity)
+            rates = self._share(
+                [(f[1], f[2]) for f in flows], self.capacity_with([f[1] for f in flows])
+            )
             left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
@@ -225,8 +230,20 @@ class ServerLinks:
             t.remaining = max(0.0, t.remaining - t.rate * (now - t.updated_at))
             t.updated_at = now
 
+    def capacity_with(self, crossing: Sequence[Sequence[str]]) -> dict[str, float]:
+        """The links' capacities while flows over each of `crossing` are on them: a link
+        with a `shared` capacity has it where two or more of them cross it."""
+        if not self.shared:
+            return self.capacity
+        capacity = self.capacity
+        for link, value in self.shared.items():
+            if sum(link in links for links in crossing) >= 2:
+                capacity = {**capacity, link: value}
+        return capacity
+
     def _reallocate(self) -> None:
-        rates = self._share([(t.links, t.cap) for t in self.active], self.capacity)
+        flows = [(t.links, t.cap) for t in self.active]
+        rates = self._share(flows, self.capacity_with([t.links for t in self.active]))
         for t, rate in zip(self.active, rates, strict=True):
             if rate == t.rate and t.timer is not None:
                 continue

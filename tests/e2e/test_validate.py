@@ -375,6 +375,23 @@ def test_a_reprobed_disk_sets_the_read_rate_and_scales_the_host_disk_alike(tmp_p
     assert derived["ssd_read_bytes_per_s"] == 2e9
 
 
+def test_reprobed_pairs_set_the_disk_s_shared_rate_and_one_reader_s_alone(tmp_path):
+    profile = tmp_path / "profile.json"
+    document = {"version": 2, "machine": {"description": "by hand"}}
+    document["derived"] = DERIVED | {"startup_cpu_s": 1.0, "host_cores": 1}
+    document["derived"] |= {"ssd_read_bytes_per_s": 2e9, "host_disk_bytes_per_s": 2.5e9}
+    profile.write_text(json.dumps(document))
+    before = Probe((1.0,), (1.0,), (1.4e9, 1.5e9, 1.6e9), (1.1e9, 1.2e9, 1.3e9))
+    after = Probe((1.0,), (1.0,), (1.5e9, 1.6e9, 1.7e9), (1.2e9, 1.3e9, 1.4e9))
+    out = reprobed(profile, before, after, tmp_path / "out.json")
+    derived, _ = read_profile(out)
+    assert derived["ssd_read_bytes_per_s"] == pytest.approx(1.55e9)
+    assert derived["host_disk_bytes_per_s"] == pytest.approx(1.55e9)  # one stream alone
+    assert derived["host_disk_shared_bytes_per_s"] == pytest.approx(1.25e9)  # the pairs'
+    record = json.loads(out.read_text())["measurements"]["disk_pair_read_around_replay"]
+    assert (record["n"], record["min"], record["max"]) == (6, 1.1e9, 1.4e9)
+
+
 def test_a_reprobed_start_up_spends_at_most_its_wall_time_on_cores(tmp_path):
     profile = tmp_path / "profile.json"
     document = {"version": 2, "machine": {"description": "by hand"}}

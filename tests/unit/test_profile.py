@@ -155,6 +155,15 @@ def test_a_profile_s_host_disk_is_laid_over_every_group(tmp_path):
     assert "servers[0].host_disk" in config.resolved["profile"]["applied"]
     without = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
     assert without.servers[0].host_disk == 0.0
+    assert config.servers[0].host_disk_shared == without.servers[0].host_disk_shared == 0.0
+
+
+def test_a_profile_s_shared_disk_rate_is_laid_over_every_group(tmp_path):
+    tiny_config(tmp_path)
+    derived = {**V2, "host_disk_bytes_per_s": 3 * GiB, "host_disk_shared_bytes_per_s": 2 * GiB}
+    config = read_config(tmp_path / "tiny.toml", write(tmp_path, derived, version=2))
+    assert config.servers[0].host_disk_shared == 2 * GiB
+    assert "servers[0].host_disk_shared" in config.resolved["profile"]["applied"]
 
 
 def test_a_profile_s_start_up_slowdown_in_company_is_laid_over_every_group(tmp_path):

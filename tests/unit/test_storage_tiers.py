@@ -26,16 +26,19 @@ def tiers_config(
     tmp_path,
     *,
     host_disk: str | None = None,
+    host_disk_shared: str | None = None,
     download: bool = False,
     ssd: str = "64GiB",
     **tiny,
 ):
-    """TINY (`tiny_config`'s keywords) with a host disk and the download switch."""
+    """TINY (`tiny_config`'s keywords) with a host disk (its rate under two or more
+    transfers, if given) and the download switch."""
     tiny_config(tmp_path, **tiny)
     path = tmp_path / "tiny.toml"
     text = path.read_text().replace('ssd = "64GiB"', f'ssd = "{ssd}"')
-    if host_disk is not None:
-        text = re.sub(r"(servers_per_host = \d+)", rf'\1\nhost_disk = "{host_disk}"', text)
+    for key, value in (("host_disk_shared", host_disk_shared), ("host_disk", host_disk)):
+        if value is not None:
+            text = re.sub(r"(servers_per_host = \d+)", rf'\1\n{key} = "{value}"', text)
     path.write_text(f"remote_download = {str(download).lower()}\n{text}")
     return read_config(path)
 
@@ -77,6 +80,55 @@ def test_a_streamed_remote_load_does_not_cross_the_disk(tmp_path):
     # a streams over server 0's 1 GiB/s network alone; b has the 1 GiB/s disk alone.
     assert list(sim.table.frame()["tier"]) == ["remote", "ssd"]
     assert list(sim.table.startup_s) == [STARTUP + 4.0] * 2
+
+
+def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(tmp_path):
+    config = tiers_config(
+        tmp_path,
+        host_disk="2GiB/s",
+        host_disk_shared="1GiB/s",
+        count=2,
+        servers_per_host=2,
+        ssd_a="[0]",
+        ssd_b="[1]",
+    )
+    # Together the two 4 GiB loads read 1 GiB/s: 8 s each, where one alone reads 2 GiB/s.
+    assert list(both_on_their_ssds(config).table.startup_s) == [STARTUP + 8.0] * 2
+    alone = simulate(config, [(0.0, "a", 512, 1)], "locality", check=True)
+    assert list(alone.table.startup_s) == [STARTUP + 2.0]
+
+
+def test_the_shared_rate_holds_only_while_two_loads_overlap(tmp_path):
+    config = tiers_config(
+        tmp_path,
+        host_disk="2GiB/s",
+        host_disk_shared="1GiB/s",
+        count=2,
+        servers_per_host=2,
+        ssd_a="[0]",
+        ssd_b="[1]",
+    )
+    sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "locality", check=True)
+    # a reads alone from 2 s to 3 s (2 GiB), then both at 0.5 GiB/s: a's last 2 GiB end
+    # at 7 s, when b has 2 GiB left, read alone at 2 GiB/s by 8 s. Each loads for 5 s.
+    assert list(sim.table.startup_s) == [STARTUP + 5.0] * 2
+
+
+def test_a_shared_rate_equal_to_the_disk_s_changes_nothing(tmp_path):
+    rows = [(0.0, "a", 512, 30), (0.5, "b", 512, 4), (1.0, "a", 256, 8), (40.0, "b", 64, 2)]
+    runs = []
+    for shared in (None, "1GiB/s"):
+        config = tiers_config(
+            tmp_path, host_disk="1GiB/s", host_disk_shared=shared, count=2, download=True
+        )
+        sim = simulate(config, rows, "startup-aware", check=True)
+        runs.append((sim.table.frame(), sim.cluster.log.frame()))
+    assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
+
+
+def test_a_shared_rate_without_a_host_disk_is_refused(tmp_path):
+    with pytest.raises(InputError, match=re.escape("servers[0].host_disk_shared: needs host_disk")):
+        tiers_config(tmp_path, host_disk_shared="1GiB/s")
 
 
 def test_a_disk_no_load_can_saturate_changes_nothing(tmp_path):
@@ -225,8 +277,9 @@ def test_absent_keys_leave_the_resolved_config_as_it_was(tmp_path):
 
 
 def test_given_keys_round_trip(tmp_path):
-    config = tiers_config(tmp_path, host_disk="1GiB/s", download=True)
+    config = tiers_config(tmp_path, host_disk="1GiB/s", host_disk_shared="2GiB/s", download=True)
     assert config.servers[0].host_disk == GiB and config.remote_download
+    assert config.servers[0].host_disk_shared == 2 * GiB
     resolved = tmp_path / "resolved.toml"
     resolved.write_text(config.to_toml())
     assert read_config(resolved) == config
