@@ -355,12 +355,18 @@ def test_a_reprobed_profile_takes_the_probes_median_start_up(profile, tmp_path):
     assert (record["n"], record["min"], record["max"]) == (6, 2.0, 3.0)
 
 
-def test_a_reprobed_disk_sets_the_read_rate_and_scales_the_host_disk_alike(tmp_path):
+def disk_profile(tmp_path: Path) -> Path:
+    """A version-2 profile whose disk reads 2 GB/s for one reader, 2.5 for several."""
     profile = tmp_path / "profile.json"
     document = {"version": 2, "machine": {"description": "by hand"}}
     document["derived"] = DERIVED | {"startup_cpu_s": 1.0, "host_cores": 1}
     document["derived"] |= {"ssd_read_bytes_per_s": 2e9, "host_disk_bytes_per_s": 2.5e9}
     profile.write_text(json.dumps(document))
+    return profile
+
+
+def test_a_reprobed_disk_sets_the_read_rate_and_scales_the_host_disk_alike(tmp_path):
+    profile = disk_profile(tmp_path)
     before = Probe((1.0,), (1.0,), (1.4e9, 1.5e9, 1.6e9))
     after = Probe((1.0,), (1.0,), (1.5e9, 1.6e9, 1.7e9))
     out = reprobed(profile, before, after, tmp_path / "out.json")
@@ -376,11 +382,7 @@ def test_a_reprobed_disk_sets_the_read_rate_and_scales_the_host_disk_alike(tmp_p
 
 
 def test_reprobed_pairs_set_the_disk_s_shared_rate_and_one_reader_s_alone(tmp_path):
-    profile = tmp_path / "profile.json"
-    document = {"version": 2, "machine": {"description": "by hand"}}
-    document["derived"] = DERIVED | {"startup_cpu_s": 1.0, "host_cores": 1}
-    document["derived"] |= {"ssd_read_bytes_per_s": 2e9, "host_disk_bytes_per_s": 2.5e9}
-    profile.write_text(json.dumps(document))
+    profile = disk_profile(tmp_path)
     before = Probe((1.0,), (1.0,), (1.4e9, 1.5e9, 1.6e9), (1.1e9, 1.2e9, 1.3e9))
     after = Probe((1.0,), (1.0,), (1.5e9, 1.6e9, 1.7e9), (1.2e9, 1.3e9, 1.4e9))
     out = reprobed(profile, before, after, tmp_path / "out.json")

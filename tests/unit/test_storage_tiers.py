@@ -82,8 +82,10 @@ def test_a_streamed_remote_load_does_not_cross_the_disk(tmp_path):
     assert list(sim.table.startup_s) == [STARTUP + 4.0] * 2
 
 
-def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(tmp_path):
-    config = tiers_config(
+def shared_disk(tmp_path):
+    """Two servers on one host, a on server 0's SSD and b on server 1's, whose disk reads
+    2 GiB/s for one transfer and 1 GiB/s for two or more together."""
+    return tiers_config(
         tmp_path,
         host_disk="2GiB/s",
         host_disk_shared="1GiB/s",
@@ -92,6 +94,10 @@ def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(
         ssd_a="[0]",
         ssd_b="[1]",
     )
+
+
+def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(tmp_path):
+    config = shared_disk(tmp_path)
     # Together the two 4 GiB loads read 1 GiB/s: 8 s each, where one alone reads 2 GiB/s.
     assert list(both_on_their_ssds(config).table.startup_s) == [STARTUP + 8.0] * 2
     alone = simulate(config, [(0.0, "a", 512, 1)], "locality", check=True)
@@ -99,15 +105,7 @@ def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(
 
 
 def test_the_shared_rate_holds_only_while_two_loads_overlap(tmp_path):
-    config = tiers_config(
-        tmp_path,
-        host_disk="2GiB/s",
-        host_disk_shared="1GiB/s",
-        count=2,
-        servers_per_host=2,
-        ssd_a="[0]",
-        ssd_b="[1]",
-    )
+    config = shared_disk(tmp_path)
     sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "locality", check=True)
     # a reads alone from 2 s to 3 s (2 GiB), then both at 0.5 GiB/s: a's last 2 GiB end
     # at 7 s, when b has 2 GiB left, read alone at 2 GiB/s by 8 s. Each loads for 5 s.
