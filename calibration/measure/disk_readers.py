@@ -162,6 +162,13 @@ class Readers:
     def together(self, command: str, paths: list[Path]) -> tuple[float, float]:
         """Seconds from the first reader's start to the last one's end, each reader doing
         `command` on a path of `paths`, and the CPU-seconds they took together."""
+        stamps = self.stamps(command, paths)
+        took = max(end for _, end, _ in stamps) - min(start for start, _, _ in stamps)
+        return took, sum(cpu_s for _, _, cpu_s in stamps)
+
+    def stamps(self, command: str, paths: list[Path]) -> list[tuple[float, float, float]]:
+        """Each reader's start and end on the monotonic clock and CPU-seconds, each doing
+        `command` on a path of `paths` at once."""
         for process, path in zip(self.processes, paths, strict=False):
             process.stdin.write(f"{command} {path}\n")
             process.stdin.flush()
@@ -172,8 +179,7 @@ class Readers:
             except ValueError:
                 raise RuntimeError(f"a disk reader failed: {self._last(number)}") from None
             stamps.append((start, end, cpu_s))
-        took = max(end for _, end, _ in stamps) - min(start for start, _, _ in stamps)
-        return took, sum(cpu_s for _, _, cpu_s in stamps)
+        return stamps
 
     def _line(self, number: int) -> str:
         return self.processes[number].stdout.readline().strip()

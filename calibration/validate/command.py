@@ -201,7 +201,7 @@ def _validate_policy(
     real = records.frame()
     instances = records.instances_frame()
     simulated, sim_instances = simulate(layout, predicting, policy, seed)
-    real_ttft = real["ttft_s"].to_numpy()
+    real_ttft, sim_ttft = real["ttft_s"].to_numpy(), simulated["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
     sim_stages_s = sim_stages(simulated, sim_instances, predicted)
     files: dict[str, pd.DataFrame | bytes] = {
@@ -217,9 +217,9 @@ def _validate_policy(
         "seed": seed,
         "requests": len(trace),
         "real_ttfts": int(np.isfinite(real_ttft).sum()),
-        **errors(real_ttft, simulated["ttft_s"].to_numpy()),
-        **rank_errors(real_ttft, simulated["ttft_s"].to_numpy()),
-        **sensitivities(layout, predicting, policy, seed, simulated["ttft_s"].to_numpy()),
+        **errors(real_ttft, sim_ttft),
+        **rank_errors(real_ttft, sim_ttft),
+        **sensitivities(layout, predicting, policy, seed, sim_ttft),
         "stages": {
             stage: {"real_s": real_stages_s[stage], "sim_s": sim_stages_s[stage]}
             for stage in STAGES

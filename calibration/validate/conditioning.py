@@ -29,11 +29,16 @@ STEP = 1.05  # every speed this much faster, then this much slower
 
 def rank_errors(real: np.ndarray, simulated: np.ndarray) -> dict[str, float]:
     """Per percentile q: the share of `simulated` below the real q-th percentile (ties
-    count half), less q / 100."""
-    simulated = np.sort(simulated[np.isfinite(simulated)])
+    count half), less q / 100. A simulated request never served counts above every
+    percentile; a real one leaves the figures undefined (NaN), as it does the real
+    percentiles (`compare.errors`)."""
+    simulated = np.sort(np.nan_to_num(simulated, nan=np.inf))
     out = {}
     for q in PERCENTILES:
         at = float(np.percentile(real, q))
+        if not np.isfinite(at):
+            out[f"ttft_p{q}_rank_error"] = float("nan")
+            continue
         below = np.searchsorted(simulated, at, "left")
         ties = np.searchsorted(simulated, at, "right") - below
         out[f"ttft_p{q}_rank_error"] = float((below + ties / 2) / len(simulated) - q / 100)
@@ -45,8 +50,9 @@ def sensitivities(
 ) -> dict[str, float]:
     """Per percentile, the largest |p(scaled) / p - 1| of the simulator's TTFT when every
     speed of `profile` is `STEP` faster and `STEP` slower (`simulated`: its TTFTs as
-    predicted)."""
-    moved: dict[str, float] = {f"ttft_p{q}_sensitivity": 0.0 for q in PERCENTILES}
+    predicted; a request it never served, NaN, leaves the figures NaN)."""
+    base = {q: float(np.percentile(simulated, q)) for q in PERCENTILES}
+    moves: dict[int, list[float]] = {q: [] for q in PERCENTILES}
     for factor in (STEP, 1 / STEP):
         scaled = layout.work / f"{policy}-profile-speeds-x{factor:.4f}.json"
         try:
@@ -55,10 +61,8 @@ def sensitivities(
         finally:
             scaled.unlink(missing_ok=True)
         for q in PERCENTILES:
-            base = float(np.percentile(simulated, q))
-            move = abs(float(np.percentile(table["ttft_s"], q)) / base - 1)
-            moved[f"ttft_p{q}_sensitivity"] = max(moved[f"ttft_p{q}_sensitivity"], move)
-    return moved
+            moves[q].append(abs(float(np.percentile(table["ttft_s"], q)) / base[q] - 1))
+    return {f"ttft_p{q}_sensitivity": float(np.max(moves[q])) for q in PERCENTILES}
 
 
 def scaled_profile(profile: Path, factor: float, out: Path) -> Path:

@@ -24,12 +24,13 @@ profile's `disk_readers_1` does; the replay is simulated with `ssd_read_bytes_pe
 median of the reads just before and just after it, and the host's disk scaled by the
 same factor (the disk faster or slower as a whole). Where two servers hold checkpoints,
 two reader processes then load one from each server's SSD at once, `PROBES` times, as
-two of the replay's loads do: how the disk divides between them changed from minute to
-minute on this VM too (two readers together at 1.36 times one reader's rate in a
-profile, 0.85 times it in the replay's loads twenty minutes later), so the replay is
-simulated with the median of those pairs as `host_disk_shared_bytes_per_s`, the disk's
-rate while two or more transfers cross it, and `host_disk_bytes_per_s` the one reader's
-(`sim.model.transfers.ServerLinks.shared`).
+two of the replay's loads do: how the disk divides between them changed from one
+quarter-hour to the next on this VM too (two readers together at 1.36 times one reader's
+rate in a profile; two of the replay's engines at once, ten minutes after that run, at
+about 0.8 times one alone; docs/calibration.md), so the replay is simulated with the
+median of those pairs as `host_disk_shared_bytes_per_s`, the disk's rate while two or
+more transfers cross it, and `host_disk_bytes_per_s` the one reader's
+(`sim.model.transfers.ServerLinks`, `shared`).
 """
 
 import json
@@ -56,8 +57,8 @@ PAIR_MEASUREMENT = "disk_pair_read_around_replay"
 @dataclass(frozen=True)
 class Probe:
     """One probe's start-ups, wall times and CPU-seconds in s, its cold reads of a
-    checkpoint on disk and its pairs of cold reads at once (both checkpoints' bytes over
-    the pair's time) in bytes/s (none where the scenario's loads are not gigabytes)."""
+    checkpoint on disk and its pairs of cold reads at once (the disk's rate while both
+    read, `_cold_reads`) in bytes/s (none where the scenario's loads are not gigabytes)."""
 
     wall_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
@@ -78,34 +79,42 @@ def probe(scenario: Scenario, layout: Layout) -> Probe:
     samples = [_start(spec) for _ in range(PROBES)]
     disk = pairs = ()
     if scenario.checkpoint_bytes:
-        disk = _cold_reads([_held(layout, 0)])
-        if scenario.servers > 1:
-            pairs = _cold_reads([_held(layout, 0), _held(layout, 1)])
+        first, second = _held(layout, 0), _held(layout, 1)
+        if first is None:
+            raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
+        disk = _cold_reads([first])
+        if second is not None:
+            pairs = _cold_reads([first, second])
     wall, cpu = tuple(w for w, _ in samples), tuple(c for _, c in samples)
     return Probe(wall, cpu, disk, pairs)
 
 
-def _held(layout: Layout, server: int) -> Path:
-    """The first checkpoint, in catalog order, on `server`'s SSD."""
+def _held(layout: Layout, server: int) -> Path | None:
+    """The first checkpoint, in catalog order, on `server`'s SSD (None: none, or no such
+    server)."""
     for model in MODELS:
         if (layout.ssd(server, model) / BLOB_NAME).exists():
             return layout.ssd(server, model)
-    raise RuntimeError(f"the disk probe found no checkpoint on server {server}'s SSD")
+    return None
 
 
 def _cold_reads(checkpoints: list[Path]) -> tuple[float, ...]:
     """`checkpoints` loaded cold at once, a reader process each, `PROBES` times, as the
-    profile's `disk_readers_K` load: each time, their tensor bytes over the time from the
-    first reader's start to the last one's end."""
-    payload = sum(payload_bytes(checkpoint) for checkpoint in checkpoints)
+    profile's `disk_readers_K` load. Each time, the disk's rate while all of them read:
+    what the first reader to finish read over its time, times their number (the disk
+    shared equally, as the simulator shares it; the others' ends, read with fewer
+    beside them, are left out: the checkpoints need not be of one size)."""
+    payloads = [payload_bytes(checkpoint) for checkpoint in checkpoints]
     rates = []
     size = max(buffer_bytes(checkpoint) for checkpoint in checkpoints)
     with Readers(len(checkpoints), size) as readers:
         for _ in range(PROBES):
             for checkpoint in checkpoints:
                 make_cold(str(checkpoint / BLOB_NAME))
-            took, _ = readers.together(LOAD_COMMAND, checkpoints)
-            rates.append(payload / took)
+            stamps = readers.stamps(LOAD_COMMAND, checkpoints)
+            first = min(range(len(stamps)), key=lambda k: stamps[k][1])
+            start, end, _ = stamps[first]
+            rates.append(len(checkpoints) * payloads[first] / (end - start))
     return tuple(rates)
 
 

@@ -185,6 +185,8 @@ def parse(document: Any) -> dict[str, float]:
             )
         if derived["startup_cpu_s"] > derived["instance_startup_s"]:
             raise InputError("derived.startup_cpu_s: more than instance_startup_s")
+        if "host_disk_shared_bytes_per_s" in derived and "host_disk_bytes_per_s" not in derived:
+            raise InputError("derived.host_disk_shared_bytes_per_s: needs host_disk_bytes_per_s")
         if derived.get("startup_company_slowdown", 0.0) > bounds.COMPANY_SLOWDOWN:
             raise InputError(
                 f"derived.startup_company_slowdown: expected at most {bounds.COMPANY_SLOWDOWN:g} "
@@ -250,9 +252,9 @@ def _apply_startup(
     for i, group in enumerate(table["servers"]):
         group["host_cores"] = derived["host_cores"]
         applied.append(f"servers[{i}].host_cores")
-        for key, field in (("host_disk", "host_disk"), ("host_disk_shared", "host_disk_shared")):
-            if f"{key}_bytes_per_s" in derived:
-                group[field] = derived[f"{key}_bytes_per_s"]
+        for field in ("host_disk", "host_disk_shared"):
+            if f"{field}_bytes_per_s" in derived:
+                group[field] = derived[f"{field}_bytes_per_s"]
                 applied.append(f"servers[{i}].{field}")
         for kind in ("load", "download"):
             if f"{kind}_cpu_s_per_byte" in derived:

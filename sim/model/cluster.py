@@ -49,9 +49,12 @@ class Cluster:
                         clock, float(group.host_cores), group.startup_company_slowdown
                     )
                     if group.host_disk:
-                        host = ServerLinks(clock, {HOST_DISK: group.host_disk})
-                        if group.host_disk_shared:
-                            host.shared[HOST_DISK] = group.host_disk_shared
+                        shared = group.host_disk_shared
+                        host = ServerLinks(
+                            clock,
+                            {HOST_DISK: group.host_disk},
+                            shared={HOST_DISK: shared} if shared else None,
+                        )
                 server = Server(
                     len(self.servers),
                     g,

@@ -71,11 +71,15 @@ class ServerLinks:
     one stream alone)."""
 
     def __init__(
-        self, clock: Clock, capacity: dict[str, float], share: Sharing = max_min_rates
+        self,
+        clock: Clock,
+        capacity: dict[str, float],
+        share: Sharing = max_min_rates,
+        shared: dict[str, float] | None = None,
     ) -> None:
         self._clock = clock
         self.capacity = capacity
-        self.shared: dict[str, float] = {}
+        self.shared = shared or {}
         self._share = share
         self.active: list[Transfer] = []
         # (at, size, links, cap, then) of the loads to begin at `at`.
@@ -231,8 +235,8 @@ class ServerLinks:
             t.updated_at = now
 
     def capacity_with(self, crossing: Sequence[Sequence[str]]) -> dict[str, float]:
-        """The links' capacities while flows over each of `crossing` are on them: a link
-        with a `shared` capacity has it where two or more of them cross it."""
+        """Per link, its `shared` capacity where two or more of the flows whose links are
+        `crossing` cross it, else its capacity."""
         if not self.shared:
             return self.capacity
         capacity = self.capacity

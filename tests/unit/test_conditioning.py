@@ -30,6 +30,17 @@ def test_a_simulated_request_at_the_real_percentile_counts_half():
     assert rank_errors(real, real * 10)["ttft_p50_rank_error"] == -0.5  # all above
 
 
+def test_a_simulated_request_never_served_counts_above_every_percentile():
+    real = np.array([1.0, 2.0, 3.0, 4.0])  # its median is 2.5
+    simulated = np.array([1.0, 2.0, np.nan, np.nan])  # half below it, half never served
+    assert rank_errors(real, simulated)["ttft_p50_rank_error"] == 0.0
+
+
+def test_a_real_request_without_a_ttft_leaves_the_rank_error_undefined():
+    real = np.array([1.0, np.nan, 3.0])
+    assert all(np.isnan(v) for v in rank_errors(real, np.array([1.0, 2.0, 3.0])).values())
+
+
 def test_scaled_speeds_make_rates_faster_and_times_and_costs_shorter():
     derived = {
         "ssd_read_bytes_per_s": 1.0e9,

@@ -158,6 +158,14 @@ def test_a_profile_s_host_disk_is_laid_over_every_group(tmp_path):
     assert config.servers[0].host_disk_shared == without.servers[0].host_disk_shared == 0.0
 
 
+def test_a_shared_disk_rate_without_the_disk_s_is_refused_by_key(tmp_path):
+    profile = write(tmp_path, {**V2, "host_disk_shared_bytes_per_s": GiB}, version=2)
+    message = re.escape("derived.host_disk_shared_bytes_per_s: needs host_disk_bytes_per_s")
+    with pytest.raises(InputError, match=message) as err:
+        read_config(None, profile)
+    assert str(profile) in str(err.value)
+
+
 def test_a_profile_s_shared_disk_rate_is_laid_over_every_group(tmp_path):
     tiny_config(tmp_path)
     derived = {**V2, "host_disk_bytes_per_s": 3 * GiB, "host_disk_shared_bytes_per_s": 2 * GiB}

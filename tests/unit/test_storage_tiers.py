@@ -106,10 +106,22 @@ def test_a_disk_that_reads_less_under_two_loads_gives_each_half_its_shared_rate(
 
 def test_the_shared_rate_holds_only_while_two_loads_overlap(tmp_path):
     config = shared_disk(tmp_path)
-    sim = simulate(config, [(0.0, "a", 512, 1), (1.0, "b", 512, 1)], "locality", check=True)
+    rows = [(0.0, "a", 512, 1), (1.0, "b", 512, 1)]
+    sim = simulate(config, rows, "locality", check=True)
     # a reads alone from 2 s to 3 s (2 GiB), then both at 0.5 GiB/s: a's last 2 GiB end
     # at 7 s, when b has 2 GiB left, read alone at 2 GiB/s by 8 s. Each loads for 5 s.
+    assert list(sim.table.server) == [0, 1]
     assert list(sim.table.startup_s) == [STARTUP + 5.0] * 2
+
+
+def test_the_estimates_see_the_shared_rate(tmp_path):
+    rows = [(0.0, "a", 512, 1), (1.0, "b", 512, 1)]
+    sim = simulate(shared_disk(tmp_path), rows, "startup-aware", check=True)
+    # For b, at 1 s: from server 1's SSD beside a's load, 2 + 5 s (above); streamed from
+    # the store onto server 0 over its 1 GiB/s network, clear of the disk, 2 + 4 s.
+    # (Sharing 2 GiB/s instead, server 1 would have taken 2 + 3 s and won.)
+    assert list(sim.table.frame()["tier"]) == ["ssd", "remote"]
+    assert sim.table.estimate_s[1] == sim.table.startup_s[1] == STARTUP + 4.0
 
 
 def test_a_shared_rate_equal_to_the_disk_s_changes_nothing(tmp_path):
@@ -248,7 +260,7 @@ def test_an_allocation_that_is_not_max_min_is_caught(tmp_path, monkeypatch):
         return [r / 2 for r in transfers.max_min_rates(flows, capacity)]
 
     # The links' sharing rule, max-min by default, made to give half.
-    monkeypatch.setattr(transfers.ServerLinks.__init__, "__defaults__", (halved,))
+    monkeypatch.setattr(transfers.ServerLinks.__init__, "__defaults__", (halved, None))
     config = tiers_config(tmp_path, host_disk="1GiB/s", count=2, servers_per_host=2, ssd_a="[0]")
     with pytest.raises(InvariantError, match="below its cap"):
         simulate(config, [(0.0, "a", 512, 1)], check=True)
