@@ -142,7 +142,7 @@ def _check_links(sim: "Audited", server) -> None:
         ):
             _fail(sim, f"server {server.id}: a load's recorded progress goes back {t.progress}")
     saturated = set()
-    for link, capacity in links.capacity_with([t.links for t in links.active]).items():
+    for link, capacity in links.capacity_with([(t.links, t.cap) for t in links.active]).items():
         total = sum(t.rate for t in links.active if link in t.links)
         if total > capacity * (1 + _SLACK):
             _fail(sim, f"server {server.id} {link}: loads take {total} of {capacity} B/s")

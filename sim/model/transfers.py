@@ -190,9 +190,8 @@ class ServerLinks:
             if not flows:
                 t = joins[0][0]
                 continue
-            rates = self._share(
-                [(f[1], f[2]) for f in flows], self.capacity_with([f[1] for f in flows])
-            )
+            pairs = [(f[1], f[2]) for f in flows]
+            rates = self._share(pairs, self.capacity_with(pairs))
             left = [f[0] / r for f, r in zip(flows, rates, strict=True)]
             step = min(min(left), joins[0][0] - t if joins else float("inf"))
             if since is not None:
@@ -234,20 +233,20 @@ class ServerLinks:
             t.remaining = max(0.0, t.remaining - t.rate * (now - t.updated_at))
             t.updated_at = now
 
-    def capacity_with(self, crossing: Sequence[Sequence[str]]) -> dict[str, float]:
-        """Per link, its `shared` capacity where two or more of the flows whose links are
-        `crossing` cross it, else its capacity."""
+    def capacity_with(self, flows: Sequence[tuple[Sequence[str], float]]) -> dict[str, float]:
+        """Per link, its `shared` capacity where two or more of `flows` (links, cap) cross
+        it, else its capacity (without `shared`, the capacities as they are, at no cost)."""
         if not self.shared:
             return self.capacity
         capacity = self.capacity
         for link, value in self.shared.items():
-            if sum(link in links for links in crossing) >= 2:
+            if sum(link in links for links, _ in flows) >= 2:
                 capacity = {**capacity, link: value}
         return capacity
 
     def _reallocate(self) -> None:
         flows = [(t.links, t.cap) for t in self.active]
-        rates = self._share(flows, self.capacity_with([t.links for t in self.active]))
+        rates = self._share(flows, self.capacity_with(flows))
         for t, rate in zip(self.active, rates, strict=True):
             if rate == t.rate and t.timer is not None:
                 continue
