@@ -122,6 +122,28 @@ def test_random_is_deterministic_per_seed_and_waits_when_full():
     assert place("random", View(in_use=[4, 4, 4, 4])) == Wait()
 
 
+def test_random_draws_each_request_by_its_index_not_by_the_starts_before_it():
+    view = View(in_use=[0, 0, 0, 0])
+    requests = [Request(i, "m", float(i), 10, 10) for i in range(200)]
+    alone = [get_policy("random")(np.random.default_rng(3)).place(r, view) for r in requests]
+    one = get_policy("random")(np.random.default_rng(3))
+    in_turn = [one.place(r, view) for r in requests]
+    skipping = get_policy("random")(np.random.default_rng(3))
+    odd = [skipping.place(r, view) for r in requests[1::2]]
+    assert in_turn == alone and odd == alone[1::2]
+    picks = [d.server for d in alone]
+    assert all(25 <= picks.count(s) <= 75 for s in range(4))  # 50 expected of each
+    other_seed = [get_policy("random")(np.random.default_rng(4)).place(r, view) for r in requests]
+    assert other_seed != alone
+
+
+def test_random_draws_a_prewarm_from_its_stream():
+    view = View(in_use=[0, 0, 0, 0])
+    policy = get_policy("random")(np.random.default_rng(0))
+    made_up = Request(-1, "m", 0.0, 1, 1)
+    assert len({policy.place(made_up, view).server for _ in range(40)}) > 1
+
+
 def test_locality_prefers_dram_then_ssd_then_the_least_occupied():
     view = View(in_use=[2, 1, 3, 0], dram={"m": [0, 2]}, ssd={"m": [1, 3]})
     assert place("locality", view) == Start(0)  # DRAM holders 0 (2 in use) and 2 (3 in use)
