@@ -44,7 +44,12 @@ from calibration.validate.compare import (
     simulate,
 )
 from calibration.validate.conditioning import rank_errors, sensitivities
-from calibration.validate.loads import load_share, loads_by_tier_real, loads_by_tier_sim
+from calibration.validate.loads import (
+    load_share,
+    load_share_sim,
+    loads_by_tier_real,
+    loads_by_tier_sim,
+)
 from calibration.validate.paired import paired_stages
 from calibration.validate.reprobe import Probe, probe, reprobed
 from calibration.validate.scale import compare_speeds
@@ -238,6 +243,7 @@ def _validate_policy(
         "loads_by_tier_real": loads_by_tier_real(records),
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
+        "load_share_sim": load_share_sim(simulated, sim_instances, warmup_s),
         "requests_by_tier_real": requests_by_tier(real),
         "requests_by_tier_sim": requests_by_tier(simulated),
         "runtime_start_beside": runtime_start_beside(instances, sim_instances, warmup_s),
@@ -435,7 +441,8 @@ def _table(report: dict) -> str:
     lines += ["", "cold-start loads by tier: count and median s (summed; median of repeats)"]
     lines += _tier_table(report["policies"], "loads_by_tier", "loads", "median_s")
     for policy, result in report["policies"].items():
-        lines.append(f"{policy:<14} share of cold TTFT spent loading: {_share(result)}")
+        shares = f"{_share(result, 'real')} real, {_share(result, 'sim')} simulated"
+        lines.append(f"{policy:<14} share of cold TTFT spent loading: {shares}")
     lines += ["", "requests by the tier that served them: count and median TTFT s (summed; median)"]
     lines += _tier_table(report["policies"], "requests_by_tier", "requests", "ttft_median_s")
     if report["scenario"]["replays"] > 1:
@@ -487,8 +494,8 @@ def _s(seconds: float | None) -> str:
     return f"{seconds:8.3f}" if seconds is not None and np.isfinite(seconds) else f"{'-':>8}"
 
 
-def _share(result: dict) -> str:
-    share = result["load_share_real"]
+def _share(result: dict, side: str) -> str:
+    share = result[f"load_share_{side}"]
     return "-" if share is None else f"{share:.2f}"
 
 

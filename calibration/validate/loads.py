@@ -46,11 +46,37 @@ def load_share(records: Records, requests: pd.DataFrame) -> float | None:
     the share; a load that ran before the request arrived does not count for it."""
     rows = records.instances_frame()
     cold = (records.instance >= 0) & (requests["startup_s"] > 0).to_numpy()
-    ttft = requests["ttft_s"].to_numpy()[cold]
-    arrival = records.arrival[cold]
     instance = records.instance[cold]
-    start = rows["started"].to_numpy()[instance]
-    end = rows["loaded"].to_numpy()[instance]
+    return _share(
+        records.arrival[cold],
+        requests["ttft_s"].to_numpy()[cold],
+        rows["started"].to_numpy()[instance],
+        rows["loaded"].to_numpy()[instance],
+    )
+
+
+def load_share_sim(
+    requests: pd.DataFrame, instances: pd.DataFrame, warmup_s: float
+) -> float | None:
+    """The same share in the simulator's run, where an instance loads for its `load_s`
+    up to its warm-up (its `ready_s` less `warmup_s`): what says, before any real
+    replay, whether a scenario is load-dominated."""
+    cold = ((requests["startup_s"] > 0) & (requests["instance"] >= 0)).to_numpy()
+    rows = instances.set_index("instance").loc[requests["instance"].to_numpy()[cold]]
+    end = rows["ready_s"].to_numpy() - warmup_s
+    return _share(
+        requests["arrival_s"].to_numpy()[cold],
+        requests["ttft_s"].to_numpy()[cold],
+        end - rows["load_s"].to_numpy(),
+        end,
+    )
+
+
+def _share(
+    arrival: np.ndarray, ttft: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> float | None:
+    """Each cold request's TTFT overlapped by its instance's load [start, end], summed,
+    over their TTFTs summed."""
     loading = np.minimum(arrival + ttft, end) - np.maximum(arrival, start)
     valid = np.isfinite(loading) & np.isfinite(ttft)
     total = float(ttft[valid].sum())

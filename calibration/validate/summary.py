@@ -59,7 +59,9 @@ def summarize(repeats: list[dict]) -> dict:
         out[key] = _by_tier([r[key] for r in repeats], TIERS, "loads", "median_s")
         key = f"requests_by_tier_{side}"
         out[key] = _by_tier([r[key] for r in repeats], SERVED, "requests", "ttft_median_s")
-    out["load_share_real"] = _or_none(_median([r["load_share_real"] or np.nan for r in repeats]))
+    for side in ("real", "sim"):
+        key = f"load_share_{side}"
+        out[key] = _or_none(_median([r[key] or np.nan for r in repeats]))
     out["runtime_start_beside"] = beside_over_repeats([r["runtime_start_beside"] for r in repeats])
     out["paired_stages"] = paired_over_repeats([r["paired_stages"] for r in repeats])
     return out | replay_spread(repeats)

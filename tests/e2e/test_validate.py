@@ -277,6 +277,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
                 tier: {"requests": n, "ttft_median_s": s} for tier, (n, s) in served.items()
             }
         out["load_share_real"] = 0.5 + error
+        out["load_share_sim"] = 0.6 + error
         alone = {"real_n": 2, "real_s": 1.0 + error, "sim_n": 1, "sim_s": 1.0}
         out["runtime_start_beside"] = {"alone": alone}
         pair = {"n": 1, "real_s": 1.0 + error, "sim_s": 1.0, "ratio": 1.0 + error}
@@ -300,6 +301,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     assert loads["ssd"] == {"loads": 6, "median_s": 1.05}  # summed; median of the medians
     assert loads["remote"] == {"loads": 0, "median_s": None}
     assert summary["load_share_real"] == 0.55
+    assert summary["load_share_sim"] == pytest.approx(0.65)
     served = summary["requests_by_tier_sim"]
     assert served["ssd"] == {"requests": 6, "ttft_median_s": 2.05}
     assert served["dram"] == {"requests": 0, "ttft_median_s": None}

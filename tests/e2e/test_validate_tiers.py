@@ -76,7 +76,7 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
         for stage in ("runtime", "download", "disk load"):
             counts = {label: figures["n"] for label, figures in paired[stage].items()}
             assert sum(counts.values()) == 2 * counts["all"]  # the companies part "all"
-        assert 0 < result["load_share_real"] < 1
+        assert 0 < result["load_share_real"] < 1 and 0 < result["load_share_sim"] < 1
         # Every request with a TTFT, on the tier that served it.
         served = {side: result[f"requests_by_tier_{side}"] for side in ("real", "sim")}
         assert (

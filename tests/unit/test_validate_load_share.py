@@ -1,8 +1,9 @@
-"""The real replay's share of cold TTFT spent loading, on a replay built by hand."""
+"""The share of cold TTFT spent loading, on a real replay and a simulated run built by hand."""
 
+import pandas as pd
 import pytest
 
-from calibration.validate.loads import load_share
+from calibration.validate.loads import load_share, load_share_sim
 from calibration.validate.records import Records
 
 
@@ -39,3 +40,21 @@ def test_no_cold_request_gives_no_share():
     requests = records.frame()
     requests["startup_s"] = 0.0
     assert load_share(records, requests) is None
+
+
+def test_the_simulated_share_counts_each_load_up_to_its_instances_warm_up():
+    # Instance 0 ready at 4.1 after a 0.1 s warm-up: loading over 1-4 s (load_s 3.0);
+    # instance 1 ready at 10.2: loading over 10-10.1 s. The same four requests as above.
+    instances = pd.DataFrame({"instance": [0, 1], "ready_s": [4.1, 10.2], "load_s": [3.0, 0.1]})
+    requests = pd.DataFrame(
+        {
+            "arrival_s": [0.5, 2.0, 5.0, 8.0],
+            "ttft_s": [3.7, 2.3, 0.1, 2.3],
+            "startup_s": [3.6, 2.1, 0.0, 1.2],
+            "instance": [0, 0, 0, 1],
+        }
+    )
+    share = load_share_sim(requests, instances, warmup_s=0.1)
+    assert share == pytest.approx((3.0 + 2.0 + 0.1) / (3.7 + 2.3 + 2.3), rel=1e-12)
+    requests["startup_s"] = 0.0
+    assert load_share_sim(requests, instances, warmup_s=0.1) is None

@@ -1,0 +1,31 @@
+"""benchmarks/tiers_conditioning.py on one training trace: a row per setting and policy,
+each figure computed, and the store's rate reaching the simulator through the profile."""
+
+import json
+import subprocess
+import sys
+
+
+def _cells(repo_root, *args):
+    printed = subprocess.run(
+        [sys.executable, str(repo_root / "benchmarks" / "tiers_conditioning.py"), "--json",
+         "--seeds", "1", "--keep-alive", "0", *args],
+        check=True, capture_output=True, text=True, cwd=repo_root,
+    ).stdout  # fmt: skip
+    return json.loads(printed)
+
+
+def test_each_setting_and_policy_gets_its_conditioning(repo_root):
+    cells = _cells(repo_root, "--rate", "0.75", "--store", "200MB/s,900MB/s")
+    assert [(c["store_bytes_per_s"], c["policy"]) for c in cells] == [
+        (store, policy)
+        for store in (200e6, 900e6)
+        for policy in ("random", "locality", "startup-aware")
+    ]
+    for cell in cells:
+        assert cell["keep_alive_s"] == 0 and cell["rate"] == 0.75 and cell["span_s"] > 60
+        assert all(cell[f"p{q}_move"] > 0 for q in (50, 90, 99))  # every stage scaled
+        assert 0 < cell["load_share"] < 1 and 0 < cell["remote_share"] < 1
+    # A store 4.5 times as fast shortens the downloads that the loading share is made of.
+    slow, fast = cells[0], cells[3]
+    assert fast["load_share"] < slow["load_share"]
