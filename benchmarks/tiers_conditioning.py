@@ -25,10 +25,10 @@ profile's network rate is moved to the store's rate at the goodput the profile m
 Simulations only: the figures do not depend on the machine that runs it.
 """
 
-import argparse
 import dataclasses
 import itertools
 import json
+import math
 import statistics
 import tempfile
 from pathlib import Path
@@ -39,6 +39,10 @@ from calibration.validate import scenario as tiers
 from calibration.validate.compare import simulate
 from calibration.validate.conditioning import sensitivities
 from calibration.validate.loads import load_share_sim
+from sim.config.profile import read_profile
+from thaw_kernel.command_line import Parser
+from thaw_kernel.command_line import run as run_cli
+from thaw_kernel.errors import InputError
 from thaw_kernel.units import parse_bandwidth
 
 POLICIES = ("random", "locality", "startup-aware")
@@ -47,7 +51,7 @@ FIGURES = ("p50_move", "p90_move", "p99_move", "load_share", "remote_share")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-alive", type=_floats, default=[0.0, 1.0], help="seconds")
     parser.add_argument("--rate", type=_floats, default=[0.75], help="requests/s")
     parser.add_argument("--store", type=_rates, default=[300e6, 450e6, 600e6])
@@ -55,6 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, nargs="+", default=[PROFILE])
     parser.add_argument("--json", action="store_true", help="one JSON list, a row a cell")
     args = parser.parse_args(argv)
+    for name, values, least in (
+        ("--keep-alive", args.keep_alive, 0.0),
+        ("--rate", args.rate, 1e-9),
+    ):
+        if min(values) < least or not all(map(math.isfinite, values)):
+            raise InputError(f"{name}: expected numbers of at least {least:g}, got {values}")
+    if args.seeds < 1:
+        raise InputError(f"--seeds: expected at least 1, got {args.seeds}")
+    for profile in args.profile:
+        _paced(profile)  # every profile readable, with its store's pace, before any run
     cells = []
     for keep_alive, rate, store in itertools.product(args.keep_alive, args.rate, args.store):
         setting = dataclasses.replace(
@@ -120,11 +134,22 @@ def _at_store_rate(profile: Path, rate: float, out: Path) -> Path:
     """`profile` with its network rate at `rate` times the goodput it measured against
     the store's pace then."""
     document = json.loads(profile.read_text(encoding="utf-8-sig"))
-    paced = document["machine"]["settings"]["remote_rate_bytes_per_s"]
-    derived = document["derived"]
-    derived["network_bytes_per_s"] *= rate / paced
+    document["derived"]["network_bytes_per_s"] *= rate / _paced(profile)
     out.write_text(json.dumps(document))
     return out
+
+
+def _paced(profile: Path) -> float:
+    """The pace of the store `profile` measured its network rate against; a profile
+    without one (measured without `--remote-rate`) is refused."""
+    derived, _ = read_profile(profile)  # names the file if it is not a profile
+    document = json.loads(profile.read_text(encoding="utf-8-sig"))
+    paced = document.get("machine", {}).get("settings", {}).get("remote_rate_bytes_per_s")
+    if "network_bytes_per_s" not in derived or not paced:
+        raise InputError(
+            f"{profile}: no remote store measured (run calibration.measure with --remote-rate)"
+        )
+    return float(paced)
 
 
 def _floats(text: str) -> list[float]:
@@ -136,4 +161,4 @@ def _rates(text: str) -> list[float]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_cli("tiers_conditioning.py", main))

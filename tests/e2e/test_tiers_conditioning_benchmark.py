@@ -29,3 +29,22 @@ def test_each_setting_and_policy_gets_its_conditioning(repo_root):
     # A store 4.5 times as fast shortens the downloads that the loading share is made of.
     slow, fast = cells[0], cells[3]
     assert fast["load_share"] < slow["load_share"]
+
+
+def test_a_profile_without_a_store_or_a_bad_figure_is_one_line_and_exit_2(repo_root, tmp_path):
+    bundled = json.loads((repo_root / "calibration/profiles/dev-vm-tiers.json").read_text())
+    del bundled["machine"]["settings"]["remote_rate_bytes_per_s"]
+    storeless = tmp_path / "storeless.json"
+    storeless.write_text(json.dumps(bundled))
+    for args, named in (
+        (["--profile", str(storeless)], "storeless.json: no remote store measured"),
+        (["--profile", str(tmp_path / "absent.json")], "absent.json"),
+        (["--rate", "0"], "--rate"),
+        (["--store", "fast"], "fast"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(repo_root / "benchmarks" / "tiers_conditioning.py"), *args],
+            capture_output=True, text=True, cwd=repo_root,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout == ""
+        assert named in done.stderr and len(done.stderr.strip().splitlines()) == 1
