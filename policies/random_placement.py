@@ -5,10 +5,12 @@ platform does.
 
 A trace request's draw depends only on the seed and the request's index (common random
 numbers). A change that turns one request's warm hit into a cold start, or back, then
-moves that request's placement and no other's, where a single stream of draws would be
-shifted by one for every start after it. So two configurations compared under `random`
+changes no other request's draw, where a single stream of draws would be shifted by one
+for every start after it (later requests may still see other candidates: the servers
+that are free depend on what came before). So two configurations compared under `random`
 differ by the configuration, not by a realigned stream, and a real replay under the same
-seed (`calibration.validate`) draws for each request what its simulation draws.
+seed (`calibration.validate`) draws for each request the number its simulation draws. A
+prewarm, which no trace request stands behind, draws from the policy's stream.
 """
 
 import numpy as np

@@ -62,7 +62,9 @@ def load_share_sim(
     up to its warm-up (its `ready_s` less `warmup_s`): what says, before any real
     replay, whether a scenario is load-dominated."""
     cold = ((requests["startup_s"] > 0) & (requests["instance"] >= 0)).to_numpy()
-    rows = instances.set_index("instance").loc[requests["instance"].to_numpy()[cold]]
+    # An instance's first awake period carries its load (a woken one has more periods).
+    loaded = instances[~instances["asleep"]].drop_duplicates("instance").set_index("instance")
+    rows = loaded.reindex(requests["instance"].to_numpy()[cold])  # unknown: NaN, left out
     end = rows["ready_s"].to_numpy() - warmup_s
     return _share(
         requests["arrival_s"].to_numpy()[cold],

@@ -115,11 +115,12 @@ FULL = Scenario(requests=90, rate=1.0)
 # percentile over 100 requests, not 30) at 0.75 a second, so that a quick run (three
 # replays of about 135 s, and the profile) ends within 12 minutes: at 0.6 a second one
 # seed's trace lasted 197 s, and the run 13 minutes. The store's rate (450 MB/s per
-# server, about a quarter of the disk's) and no keep-alive are the setting, of keep-alives
-# 0-4 s and stores of 300-600 MB/s at that rate, in which the simulator's own p50 and p99
-# move least when every measured speed moves 5% (docs/calibration.md, "The tiers
-# scenario"), with a loading share of the cold TTFT no lower than at 300 MB/s: a
-# percentile that moves by a fifth for a 5% error of its inputs cannot be validated.
+# server, about a third of the disk's) and no keep-alive are the setting, of keep-alives
+# of 0 and 1 s and stores of 300-600 MB/s at that rate, in which the simulator's own p50
+# and p99 move least when every measured speed moves 5%, with a simulated loading share
+# of the cold TTFT of at least 0.6 (`benchmarks/tiers_conditioning.py`; docs/
+# calibration.md, "The tiers scenario"): a percentile that moves by a fifth for a 5%
+# error of its inputs cannot be validated.
 TIERS = dict(
     name="tiers",
     checkpoint_bytes=(2 * GB, 3 * GB // 2, GB),

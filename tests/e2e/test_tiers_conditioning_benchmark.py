@@ -41,6 +41,7 @@ def test_a_profile_without_a_store_or_a_bad_figure_is_one_line_and_exit_2(repo_r
         (["--profile", str(tmp_path / "absent.json")], "absent.json"),
         (["--rate", "0"], "--rate"),
         (["--store", "fast"], "fast"),
+        (["--store", "0MB/s"], "--store"),
     ):
         done = subprocess.run(
             [sys.executable, str(repo_root / "benchmarks" / "tiers_conditioning.py"), *args],

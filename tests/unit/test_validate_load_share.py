@@ -45,7 +45,16 @@ def test_no_cold_request_gives_no_share():
 def test_the_simulated_share_counts_each_load_up_to_its_instances_warm_up():
     # Instance 0 ready at 4.1 after a 0.1 s warm-up: loading over 1-4 s (load_s 3.0);
     # instance 1 ready at 10.2: loading over 10-10.1 s. The same four requests as above.
-    instances = pd.DataFrame({"instance": [0, 1], "ready_s": [4.1, 10.2], "load_s": [3.0, 0.1]})
+    # Instance 0 also slept and woke (an asleep row, then a second awake period without a
+    # load): only its first awake period counts.
+    instances = pd.DataFrame(
+        {
+            "instance": [0, 1, 0, 0],
+            "ready_s": [4.1, 10.2, float("nan"), 20.0],
+            "load_s": [3.0, 0.1, float("nan"), float("nan")],
+            "asleep": [False, False, True, False],
+        }
+    )
     requests = pd.DataFrame(
         {
             "arrival_s": [0.5, 2.0, 5.0, 8.0],
@@ -56,5 +65,9 @@ def test_the_simulated_share_counts_each_load_up_to_its_instances_warm_up():
     )
     share = load_share_sim(requests, instances, warmup_s=0.1)
     assert share == pytest.approx((3.0 + 2.0 + 0.1) / (3.7 + 2.3 + 2.3), rel=1e-12)
+    # A request on an instance the log does not have is left out, not an error.
+    requests.loc[1, "instance"] = 7
+    share = load_share_sim(requests, instances, warmup_s=0.1)
+    assert share == pytest.approx((3.0 + 0.1) / (3.7 + 2.3), rel=1e-12)
     requests["startup_s"] = 0.0
     assert load_share_sim(requests, instances, warmup_s=0.1) is None
