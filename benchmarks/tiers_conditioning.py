@@ -27,6 +27,7 @@ Simulations only: the figures do not depend on the machine that runs it.
 """
 
 import argparse
+import copy
 import dataclasses
 import itertools
 import json
@@ -71,14 +72,13 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"{name}: expected {wanted}, got {values}")
     if args.seeds < 1:
         raise InputError(f"--seeds: expected at least 1, got {args.seeds}")
-    for profile in args.profile:
-        _paced(profile)  # every profile readable, with its store's pace, before any run
+    measured = [_measured(profile) for profile in args.profile]  # all checked before any run
     cells = []
     for keep_alive, rate, store in itertools.product(args.keep_alive, args.rate, args.store):
         setting = dataclasses.replace(
             tiers.TIERS_QUICK, keep_alive_s=keep_alive, rate=rate, remote_rate=store
         )
-        rows, span = _evaluate(setting, args.profile, range(args.seeds))
+        rows, span = _evaluate(setting, measured, range(args.seeds))
         for policy in POLICIES:
             figures = np.median(np.array(rows[policy]), axis=0)
             cells.append(
@@ -106,7 +106,7 @@ def _table(cells: list[dict]) -> str:
 
 
 def _evaluate(
-    setting: tiers.Scenario, profiles: list[Path], seeds: range
+    setting: tiers.Scenario, measured: list[dict], seeds: range
 ) -> tuple[dict[str, list[tuple[float, ...]]], float]:
     """Per policy, one row per seed and profile: p50, p90 and p99 moves, the loading
     share and the remote share; and the traces' median span."""
@@ -117,13 +117,12 @@ def _evaluate(
         sizes = dict(zip(tiers.MODELS, setting.checkpoint_bytes, strict=True))
         tiers.write_cluster(setting, layout, sizes)
         moved = [
-            _at_store_rate(p, setting.remote_rate, layout.work / f"profile-{k}.json")
-            for k, p in enumerate(profiles)  # two runs' profiles may share a file name
+            _at_store_rate(document, setting.remote_rate, layout.work / f"profile-{k}.json")
+            for k, document in enumerate(measured)  # two runs' profiles may share a name
         ]
         for seed in seeds:
             spans.append(float(tiers.write_trace(setting, layout, seed)["arrival_s"].max()))
-            for profile, policy in itertools.product(moved, POLICIES):
-                warmup_s = json.loads(profile.read_text())["derived"].get("warmup_s", 0.0)
+            for (profile, warmup_s), policy in itertools.product(moved, POLICIES):
                 requests, instances = simulate(layout, profile, policy, seed)
                 ttft = requests["ttft_s"].to_numpy()
                 moves = sensitivities(layout, profile, policy, seed, ttft)
@@ -137,18 +136,21 @@ def _evaluate(
     return rows, statistics.median(spans)
 
 
-def _at_store_rate(profile: Path, rate: float, out: Path) -> Path:
-    """`profile` with its network rate at `rate` times the goodput it measured against
-    the store's pace then."""
-    document = json.loads(profile.read_text(encoding="utf-8-sig"))
-    document["derived"]["network_bytes_per_s"] *= rate / _paced(profile)
+def _at_store_rate(document: dict, rate: float, out: Path) -> tuple[Path, float]:
+    """The profile `document` written to `out` with its network rate at `rate` times the
+    goodput it measured against the store's pace then; and its warm-up."""
+    document = copy.deepcopy(document)
+    derived = document["derived"]
+    derived["network_bytes_per_s"] *= (
+        rate / document["machine"]["settings"]["remote_rate_bytes_per_s"]
+    )
     out.write_text(json.dumps(document))
-    return out
+    return out, derived.get("warmup_s", 0.0)
 
 
-def _paced(profile: Path) -> float:
-    """The pace of the store `profile` measured its network rate against; a profile
-    without one (measured without `--remote-rate`) is refused."""
+def _measured(profile: Path) -> dict:
+    """The profile at `profile`, read once; one without a store's pace (measured without
+    `--remote-rate`) is refused."""
     derived, _ = read_profile(profile)  # names the file if it is not a profile
     document = json.loads(profile.read_text(encoding="utf-8-sig"))
     paced = document.get("machine", {}).get("settings", {}).get("remote_rate_bytes_per_s")
@@ -156,7 +158,7 @@ def _paced(profile: Path) -> float:
         raise InputError(
             f"{profile}: no remote store measured (run calibration.measure with --remote-rate)"
         )
-    return float(paced)
+    return document
 
 
 def _positive(value: object) -> bool:
