@@ -85,8 +85,12 @@ _MODEL: dict[str, Parser] = {
     "prefill_waits_for_step": flag,
     "layers": integers(bounds.LAYERS),
 }
+# A model's floor of instances (`ModelSpec.min_instances`): off (0) unless given.
+_FLOOR: dict[str, Parser] = {
+    "min_instances": integers(bounds.SERVERS * bounds.GPUS_PER_SERVER, minimum=0)
+}
 # Model keys parsed apart, and written back only when given.
-_MODEL_OPTIONAL = ("engine", "compute_bytes")
+_MODEL_OPTIONAL = ("engine", "compute_bytes", "min_instances")
 _MODEL_DEFAULTS = {
     "decode_step_per_request_s": 0.0,
     "max_batch": 16,
@@ -189,6 +193,11 @@ def _build(table: dict) -> ClusterConfig:
             fields["engine"] = spec["engine"] = engine_of(name, raw["engine"], engines)
         if "compute_bytes" in raw:
             fields["compute_bytes"] = spec["compute_bytes"] = _compute_bytes(name, raw, spec)
+        if "min_instances" in raw:
+            floor = parse_fields(
+                {"min_instances": raw["min_instances"]}, _FLOOR, f"models.{name}."
+            )["min_instances"]
+            fields["min_instances"] = spec["min_instances"] = floor
         models[name] = ModelSpec(
             name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
         )

@@ -35,6 +35,7 @@ from policies.base import Request, Start, Wake
 from sim.engine.invariants import InvariantError, check_outcome, check_state
 from sim.engine.request_table import RequestTable
 from sim.keep_alive import make_keep_alive
+from sim.keep_alive.base import Idle
 from sim.model.clock import Clock, Timer
 from sim.model.cluster import Cluster
 from sim.model.instance import WARM, Handover, Instance
@@ -127,6 +128,7 @@ class Simulation:
         started = time.perf_counter()
         if self.table.n:
             self.clock.call_in(self.table.arrival[0], self._arrive, 0)
+        self._start_floors()
         paused = gc.isenabled()
         gc.disable()
         try:
@@ -400,6 +402,8 @@ class Simulation:
         self.cluster.mark_idle(instance)
         now = self.clock.now
         decision = self.keep_alive.idle(instance, now)
+        if self.cluster.live[instance.model.name] <= instance.model.min_instances:
+            decision = Idle(None, decision.prewarm_in_s)  # the floor: kept until needed
         if decision.keep_s is None:
             instance.keep_alive = self._until_needed
         else:
@@ -420,11 +424,26 @@ class Simulation:
             self.became_idle(instance)
 
     def _expire(self, instance: Instance) -> None:
+        if self.cluster.live[instance.model.name] <= instance.model.min_instances:
+            instance.keep_alive = self._until_needed  # the floor: kept until needed
+            return
         instance.keep_alive = None
         if self.sleepers is None or not self.sleepers.try_sleep(instance):
             self.cluster.stop(instance, "expired")
 
     # --- pre-warming ---
+
+    def _start_floors(self) -> None:
+        """Start each model's `min_instances` as the run begins, where the placement
+        policy would start them (pre-warms: no request waits for them)."""
+        for name, spec in self.config.models.items():
+            for _ in range(spec.min_instances - self.cluster.live[name]):
+                decision = self.policy.place(Request(-1, name, 0.0, 1, 1), self.queue.view(-1))
+                if not isinstance(decision, Start) or decision.migrate or decision.preempt:
+                    raise ValueError(f"models.{name}.min_instances: no room to start them all")
+                instance = self._launch(name, decision.server)
+                instance.prewarmed = instance.prewarm = True
+                self.prewarms += 1
 
     def _demand(self, model: str) -> None:
         """A request of `model` woke an idle instance or started one: a pending pre-warm
