@@ -19,7 +19,8 @@ def _run(repo_root, *args: str) -> subprocess.CompletedProcess:
 def test_the_list_names_each_reproduction_with_its_paper(repo_root):
     listed = _run(repo_root, "--list")
     assert listed.returncode == 0
-    assert listed.stdout.startswith("faascache ") and "Medusa (ASPLOS '25)" in listed.stdout
+    assert listed.stdout.startswith("blitzscale ") and "Medusa (ASPLOS '25)" in listed.stdout
+    assert "BlitzScale (OSDI '25)" in listed.stdout and "faascache " in listed.stdout
     assert "serverlessllm  ServerlessLLM (OSDI '24)" in listed.stdout
     assert "(1.27-1.95)" in listed.stdout  # a range the paper states is printed as one
     assert "(below 1)" in listed.stdout and "(above 3)" in listed.stdout  # bounds
@@ -54,6 +55,24 @@ def test_serverlessllm_judges_its_ratio_against_the_papers_range(repo_root, tmp_
     assert result["per_seed"] == pytest.approx(expected)
     assert isinstance(result["reproduced"], bool)  # the rule: test_reproduction_verdict
     assert (tmp_path / "serverlessllm.png").stat().st_size > 0
+
+
+def test_blitzscale_judges_its_ttft_cut_from_both_systems_means(repo_root, tmp_path):
+    done = _run(repo_root, "blitzscale", "--seeds", "2", "--json", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["paper_value"] == 0.755 and isinstance(result["reproduced"], bool)
+    details = result["details"]
+    means = details["mean_ttft_s"]
+    expected = [1 - b / s for b, s in zip(means["BlitzScale"], means["S-LLM"], strict=True)]
+    assert result["per_seed"] == pytest.approx(expected)
+    # The mean rate is half the capacity; S-LLM never loads from a peer, and BlitzScale
+    # (no per-host copy) never from DRAM.
+    assert details["mean_rps"] == pytest.approx(details["capacity_rps"] / 2)
+    assert all("peer" not in loads for loads in details["loads_by_tier"]["S-LLM"])
+    assert all(loads["dram"] == 0 for loads in details["loads_by_tier"]["BlitzScale"])
+    assert len(details["seed0_per_second"]["requests"]) == 300
+    assert (tmp_path / "blitzscale.png").stat().st_size > 0
 
 
 def test_vllm_sleep_times_wakes_not_cold_starts(repo_root):
