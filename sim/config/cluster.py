@@ -202,6 +202,7 @@ def _build(table: dict) -> ClusterConfig:
             name=name, **{**fields, "ssd_servers": tuple(fields["ssd_servers"])}
         )
     _check_ssd_space(models, servers)
+    _check_floors(models, servers)
     resolved = {
         **top,
         "keep_alive": top["keep_alive"].text,
@@ -234,6 +235,18 @@ def _build(table: dict) -> ClusterConfig:
         sleep=sleep or None,
         remote_download=download,
     )
+
+
+def _check_floors(models: dict[str, ModelSpec], servers: tuple[ServerGroup, ...]) -> None:
+    """Refuse floors of instances (`min_instances`) whose GPUs the cluster does not have
+    (a floor that fits only in GPUs but not in servers is refused when the run starts)."""
+    gpus = sum(group.count * group.gpus for group in servers)
+    asked = sum(model.min_instances * model.gpus for model in models.values())
+    if asked > gpus:
+        name = next(name for name, model in models.items() if model.min_instances)
+        raise InputError(
+            f"models.{name}.min_instances: the floors ask for {asked} GPUs, the cluster has {gpus}"
+        )
 
 
 # --- peer loading (docs/peer-loading.md): off unless `peer_loading = true` ---

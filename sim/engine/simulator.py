@@ -48,6 +48,7 @@ from sim.model.sleepers import Sleepers
 from sim.model.startup import Startup
 from sim.queues import get_queue
 from sim.spec import ClusterConfig
+from thaw_kernel.errors import InputError
 from thaw_kernel.tiers import LOAD_TIERS, Tier
 
 
@@ -440,7 +441,10 @@ class Simulation:
             for _ in range(spec.min_instances - self.cluster.live[name]):
                 decision = self.policy.place(Request(-1, name, 0.0, 1, 1), self.queue.view(-1))
                 if not isinstance(decision, Start) or decision.migrate or decision.preempt:
-                    raise ValueError(f"models.{name}.min_instances: no room to start them all")
+                    raise InputError(
+                        f"models.{name}.min_instances: {spec.min_instances} instances do not "
+                        "fit the cluster's free GPUs"
+                    )
                 instance = self._launch(name, decision.server)
                 instance.prewarmed = instance.prewarm = True
                 self.prewarms += 1

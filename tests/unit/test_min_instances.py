@@ -74,8 +74,8 @@ def test_without_a_floor_nothing_starts_before_a_request(tmp_path):
     assert list(sim.table.ttft_s) == [4.5] and sim.prewarms == 0
 
 
-def test_a_floor_the_server_cannot_hold_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="min_instances: no room"):
+def test_a_floor_the_cluster_has_not_the_gpus_for_is_refused_naming_the_key(tmp_path):
+    with pytest.raises(InputError, match=r"models\.a\.min_instances: .* 3 GPUs, the cluster has 2"):
         run(tmp_path, 3, [(30.0, "a", 512, 1)])
 
 
