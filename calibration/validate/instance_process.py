@@ -15,14 +15,16 @@ side (`calibration.validate.engine`). It runs on the device the scheduler names
 Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; for a
 migration's source `{"snapshot": {"threshold": x, "rounds": k, "max_rounds": m}}`; for its
 destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...], "waiting":
-[HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output", "generated"}`. The
-scheduler kills an instance to stop it, and stdin's end stops it too, should the
-scheduler die. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started`
-(torch imported, and on a GPU its context made; with `cpu_s`, the CPU-seconds that took),
-`downloaded` (from the remote store, with `bytes`), `loaded`, `installed`, `ready`,
-`first` (with `request`), `done` (with `request` and `generated`, its output tokens in
-all), and for migrations `tokens` (with `requests`, `new`, `stopped` and, once stopped,
-`waiting`), `recomputed` (with `tokens`) and `resumed` (with `requests`).
+[HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output", "generated"}`; with
+`hold` (the disk probe's), first any line, before it loads. The scheduler kills an
+instance to stop it, and stdin's end stops it too, should the scheduler die. On stdout,
+`{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported, and on a
+GPU its context made; with `cpu_s`, the CPU-seconds that took), `downloaded` (from the
+remote store, with `bytes`), `loaded` (with `cpu_s`, the CPU-seconds so far),
+`installed`, `ready`, `first` (with `request`), `done` (with `request` and `generated`,
+its output tokens in all), and for migrations `tokens` (with `requests`, `new`,
+`stopped` and, once stopped, `waiting`), `recomputed` (with `tokens`) and `resumed`
+(with `requests`).
 """
 
 import json
@@ -66,6 +68,9 @@ class Spec:
     device: str = "cpu"  # or the server's CUDA device, "cuda:N"
     # From the remote store: {"url", "server", "name"}, downloaded into `checkpoint` first.
     download: dict | None = None
+    # The disk probe's (`calibration.validate.reprobe`): once started, wait for a line on
+    # stdin before loading, so that several instances' loads begin together, each cold.
+    hold: bool = False
 
 
 def load_checkpoint(spec: Spec) -> Transformer:
@@ -89,7 +94,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
     if spec.install is None:
         weights = load(path, device)
         _synchronize(device)
-        emit("loaded")
+        emit("loaded", cpu_s=time.process_time())
     else:
         make_cold(str(path / BLOB_NAME))
         with staged_directory(Path(spec.install), "installed checkpoint") as staging:
@@ -97,7 +102,7 @@ def load_checkpoint(spec: Spec) -> Transformer:
             weights = load(path, out=file_buffer(staging / BLOB_NAME, buffer_bytes(path)))
             weights = {name: tensor.to(device) for name, tensor in weights.items()}
             _synchronize(device)
-            emit("loaded")
+            emit("loaded", cpu_s=time.process_time())
         emit("installed")
     weights.pop(BALLAST, None)
     return Transformer.from_weights(ModelConfig(**spec.config), weights)
@@ -121,6 +126,8 @@ def main() -> None:
         torch.zeros(1, device=spec.device)  # the device context: part of the start-up
     emit("started", cpu_s=time.process_time())  # CPU-seconds so far: the runtime's own work
     torch.set_num_threads(1)
+    if spec.hold:
+        sys.stdin.readline()
     model = load_checkpoint(spec)
     emit("ready")
     inbox: queue.Queue[dict | None] = queue.Queue()

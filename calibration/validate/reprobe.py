@@ -18,32 +18,32 @@ keeps the errors with the profile's own start-up beside them.
 Where the checkpoints are gigabytes (the `tiers` scenario), the disk is re-probed the
 same way: this VM's one-reader cold rate, which the profile measures in its own minute,
 was 1.30 to 2.3 GB/s from one validation to the next (a cache behind the virtual disk
-serves part of a "cold" read, more on some days than others). Around each replay a
-reader process loads a checkpoint found on server 0's SSD cold, `PROBES` times, as the
-profile's `disk_readers_1` does; the replay is simulated with `ssd_read_bytes_per_s` the
-median of the reads just before and just after it, and the host's disk scaled by the
-same factor (the disk faster or slower as a whole). Where two servers hold checkpoints,
-two reader processes then load one from each server's SSD at once, `PROBES` times, as
-two of the replay's loads do: how the disk divides between them changed from one
-quarter-hour to the next on this VM too (two readers together at 1.36 times one reader's
-rate in a profile; two of the replay's engines at once, ten minutes after that run, at
-about 0.8 times one alone; docs/calibration.md), so the replay is simulated with the
-median of those pairs as `host_disk_shared_bytes_per_s`, the disk's rate while two or
-more transfers cross it, and `host_disk_bytes_per_s` the one reader's
-(`sim.model.transfers.ServerLinks`, `shared`).
+serves part of a "cold" read, more on some days than others). Each probing instance, once
+started, loads a checkpoint found on server 0's SSD cold into a DRAM cache directory, as
+the replay's loads from SSD do; the replay is simulated with `ssd_read_bytes_per_s` the
+median of the loads just before and just after it, the host's disk scaled by the same
+factor (the disk faster or slower as a whole), and `load_cpu_s_per_byte` the CPU-seconds
+those loads spent per byte (as the profile's reader processes spend, `python
+benchmarks/load_pairs.py`, but in the replay's minutes). Where two servers hold
+checkpoints, two instances then load one from each server's SSD, told to begin together
+once both have started, `PROBES` times, as two of the replay's loads do: how the disk
+divides between them changed from one quarter-hour to the next on this VM too, so the
+replay is simulated with the median of those pairs as `host_disk_shared_bytes_per_s`,
+the disk's rate while two or more transfers cross it, and `host_disk_bytes_per_s` the
+one load's (`sim.model.transfers.ServerLinks`, `shared`).
 """
 
 import json
+import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
-from calibration.checkpoint.reader import buffer_bytes
-from calibration.measure.disk_readers import LOAD_COMMAND, Readers
 from calibration.measure.measurement import Measurement
 from calibration.validate.scenario import MODELS, Layout, Scenario
 from calibration.validate.scheduler import instance_command, instance_spec
@@ -52,18 +52,21 @@ PROBES = 3
 MEASUREMENT = "instance_startup_around_replay"
 DISK_MEASUREMENT = "disk_read_around_replay"
 PAIR_MEASUREMENT = "disk_pair_read_around_replay"
+LOAD_CPU_MEASUREMENT = "load_cpu_around_replay"
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe's start-ups, wall times and CPU-seconds in s, its cold reads of a
-    checkpoint on disk and its pairs of cold reads at once (the disk's rate while both
-    read, `_cold_reads`) in bytes/s (none where the scenario's loads are not gigabytes)."""
+    """One probe's start-ups, wall times and CPU-seconds in s; its cold loads of a
+    checkpoint on disk (bytes/s, and CPU-seconds per byte) and its pairs of cold loads at
+    once (the disk's rate while both read, `shared_rate`, bytes/s); no loads where the
+    scenario's are not gigabytes."""
 
     wall_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
     disk_bytes_per_s: tuple[float, ...] = ()
     disk_pair_bytes_per_s: tuple[float, ...] = ()
+    load_cpu_s_per_byte: tuple[float, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -73,20 +76,30 @@ class Probe:
 def probe(scenario: Scenario, layout: Layout) -> Probe:
     """Start an instance on server 0 `PROBES` times, one at a time, and time each start-up
     (of any model: the start-up comes before the checkpoint is read); in the `tiers`
-    scenario, then read a checkpoint on server 0's SSD cold `PROBES` times."""
-    model = next(iter(MODELS))
-    spec = instance_spec(scenario, 0, model, layout.ssd(0, model), None)
-    samples = [_start(spec) for _ in range(PROBES)]
-    disk = pairs = ()
-    if scenario.checkpoint_bytes:
-        first, second = _held(layout, 0), _held(layout, 1)
-        if first is None:
-            raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
-        disk = _cold_reads([first])
-        if second is not None:
-            pairs = _cold_reads([first, second])
-    wall, cpu = tuple(w for w, _ in samples), tuple(c for _, c in samples)
-    return Probe(wall, cpu, disk, pairs)
+    scenario, each of them then loads the checkpoint on server 0's SSD cold, and pairs of
+    instances, on servers 0 and 1, load theirs at once, `PROBES` times."""
+    if not scenario.checkpoint_bytes:
+        model = next(iter(MODELS))
+        spec = instance_spec(scenario, 0, model, layout.ssd(0, model), None)
+        samples = [_start(spec) for _ in range(PROBES)]
+        return Probe(tuple(w for w, _ in samples), tuple(c for _, c in samples))
+    first, second = _held(layout, 0), _held(layout, 1)
+    if first is None:
+        raise RuntimeError("the disk probe found no checkpoint on server 0's SSD")
+    alone = [timed_loads(scenario, layout, [(0, first)])[0] for _ in range(PROBES)]
+    pairs = ()
+    if second is not None:
+        pairs = tuple(
+            shared_rate(timed_loads(scenario, layout, [(0, first), (1, second)]))
+            for _ in range(PROBES)
+        )
+    return Probe(
+        wall_s=tuple(load.startup_s for load in alone),
+        cpu_s=tuple(load.startup_cpu_s for load in alone),
+        disk_bytes_per_s=tuple(load.bytes / load.load_s for load in alone),
+        disk_pair_bytes_per_s=pairs,
+        load_cpu_s_per_byte=tuple(load.load_cpu_s / load.bytes for load in alone),
+    )
 
 
 def _held(layout: Layout, server: int) -> Path | None:
@@ -98,24 +111,88 @@ def _held(layout: Layout, server: int) -> Path | None:
     return None
 
 
-def _cold_reads(checkpoints: list[Path]) -> tuple[float, ...]:
-    """`checkpoints` loaded cold at once, a reader process each, `PROBES` times, as the
-    profile's `disk_readers_K` load. Each time, the disk's rate while all of them read:
-    what the first reader to finish read over its time, times their number (the disk
-    shared equally, as the simulator shares it; the others' ends, read with fewer
-    beside them, are left out: the checkpoints need not be of one size)."""
-    payloads = [payload_bytes(checkpoint) for checkpoint in checkpoints]
-    rates = []
-    size = max(buffer_bytes(checkpoint) for checkpoint in checkpoints)
-    with Readers(len(checkpoints), size) as readers:
-        for _ in range(PROBES):
-            for checkpoint in checkpoints:
-                make_cold(str(checkpoint / BLOB_NAME))
-            stamps = readers.stamps(LOAD_COMMAND, checkpoints)
-            first = min(range(len(stamps)), key=lambda k: stamps[k][1])
-            start, end, _ = stamps[first]
-            rates.append(len(checkpoints) * payloads[first] / (end - start))
-    return tuple(rates)
+@dataclass(frozen=True)
+class Load:
+    """One probing instance: its start-up (wall and CPU seconds), then its load from SSD
+    (wall seconds from the word to load, CPU-seconds, tensor bytes)."""
+
+    startup_s: float
+    startup_cpu_s: float
+    load_s: float
+    load_cpu_s: float
+    bytes: int
+
+
+def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]) -> list[Load]:
+    """For each (server, checkpoint) of `held`, an instance of the replay's engine that,
+    once all have started, loads the checkpoint cold from that server's SSD into a DRAM
+    cache directory, as the replay's loads from SSD do; all told to load at once."""
+    scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=layout.dram))
+    children: list[subprocess.Popen] = []
+    try:
+        spawned, started = [], []
+        for k, (server, checkpoint) in enumerate(held):
+            spec = instance_spec(scenario, server, checkpoint.name, checkpoint, scratch / str(k))
+            spawned.append(time.monotonic())  # the clock the instance stamps its events with
+            children.append(_spawn(spec | {"hold": True}, scratch / f"{k}.err"))
+        started = [
+            _event(child, "started", scratch / f"{k}.err") for k, child in enumerate(children)
+        ]
+        for _, checkpoint in held:
+            make_cold(str(checkpoint / BLOB_NAME))
+        for child in children:
+            child.stdin.write("load\n")
+            child.stdin.flush()
+        begun = time.monotonic()
+        loaded = [_event(child, "loaded", scratch / f"{k}.err") for k, child in enumerate(children)]
+    finally:
+        for child in children:
+            child.kill()
+            child.communicate()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [
+        Load(
+            startup_s=start["t"] - spawn,
+            startup_cpu_s=float(start["cpu_s"]),
+            load_s=end["t"] - begun,
+            load_cpu_s=float(end["cpu_s"]) - float(start["cpu_s"]),
+            bytes=payload_bytes(checkpoint),
+        )
+        for spawn, start, end, (_, checkpoint) in zip(spawned, started, loaded, held, strict=True)
+    ]
+
+
+def shared_rate(loads: list[Load]) -> float:
+    """The disk's rate while all of `loads` read: what the first to finish read over its
+    time, times their number (the disk shared equally, as the simulator shares it; the
+    others' ends, read with fewer beside them, are left out: the checkpoints need not be
+    of one size)."""
+    first = min(loads, key=lambda load: load.load_s)
+    return len(loads) * first.bytes / first.load_s
+
+
+def _spawn(spec: dict, errors: Path) -> subprocess.Popen:
+    with open(errors, "w") as stderr:
+        return subprocess.Popen(
+            instance_command(spec),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def _event(child: subprocess.Popen, name: str, errors: Path) -> dict:
+    """The next event `child` says, which must be `name`."""
+    line = child.stdout.readline()
+    try:
+        event = json.loads(line)
+    except ValueError:
+        event = {}
+    if event.get("event") != name:
+        last = (errors.read_text().strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the engine's disk probe failed: {last}")
+    return event
 
 
 def _start(spec: dict) -> tuple[float, float]:
@@ -171,6 +248,12 @@ def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
         if document.get("version", 1) >= 2:  # a host's disk is a version-2 key
             derived["host_disk_bytes_per_s"] = derived["ssd_read_bytes_per_s"]  # one stream
             derived["host_disk_shared_bytes_per_s"] = pair.median
+    if before.load_cpu_s_per_byte and after.load_cpu_s_per_byte:
+        cpu_per_byte = before.load_cpu_s_per_byte + after.load_cpu_s_per_byte
+        load_cpu = Measurement(cpu_per_byte, "s/byte", False)
+        measurements[LOAD_CPU_MEASUREMENT] = load_cpu.record()
+        if "load_cpu_s_per_byte" in derived:
+            derived["load_cpu_s_per_byte"] = load_cpu.median
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")
     return out

@@ -396,6 +396,22 @@ def test_reprobed_pairs_set_the_disk_s_shared_rate_and_one_reader_s_alone(tmp_pa
     assert (record["n"], record["min"], record["max"]) == (6, 1.1e9, 1.4e9)
 
 
+def test_a_reprobed_load_s_cpu_is_the_probes_median_where_the_profile_prices_it(tmp_path):
+    profile = disk_profile(tmp_path)
+    before = Probe((1.0,), (1.0,), load_cpu_s_per_byte=(0.7e-9, 0.8e-9, 0.9e-9))
+    after = Probe((1.0,), (1.0,), load_cpu_s_per_byte=(0.6e-9, 0.75e-9, 1.0e-9))
+    derived, _ = read_profile(reprobed(profile, before, after, tmp_path / "none.json"))
+    assert "load_cpu_s_per_byte" not in derived  # a profile without a load's CPU keeps none
+    document = json.loads(profile.read_text())
+    document["derived"]["load_cpu_s_per_byte"] = 1.0e-9
+    profile.write_text(json.dumps(document))
+    out = reprobed(profile, before, after, tmp_path / "out.json")
+    derived, _ = read_profile(out)
+    assert derived["load_cpu_s_per_byte"] == pytest.approx(0.775e-9)  # median of all six
+    record = json.loads(out.read_text())["measurements"]["load_cpu_around_replay"]
+    assert (record["n"], record["unit"], record["max"]) == (6, "s/byte", 1.0e-9)
+
+
 def test_a_reprobed_start_up_spends_at_most_its_wall_time_on_cores(tmp_path):
     profile = tmp_path / "profile.json"
     document = {"version": 2, "machine": {"description": "by hand"}}
@@ -448,6 +464,7 @@ def test_an_instance_loads_from_ssd_installs_in_dram_and_serves_on_its_device(tm
     assert names == ["started", "loaded", "installed", "ready", "first", "done"]
     assert events[-1]["request"] == 7
     assert events[0]["cpu_s"] > 0  # the runtime's own CPU-seconds, beside the wall time
+    assert events[1]["cpu_s"] > events[0]["cpu_s"]  # and the load's after them
     times = [event["t"] for event in events]
     assert times == sorted(times)
     assert (dram / BLOB_NAME).read_bytes() == (ssd / BLOB_NAME).read_bytes()

@@ -92,11 +92,13 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
         written["policies"]["random"]["loads_by_tier_sim"]
         == (report["policies"]["random"]["loads_by_tier_sim"])
     )
-    # The disk read alone and in pairs around the replay (a version-1 profile keeps them
-    # as measurements only).
+    # The disk read alone and in pairs, and a load's CPU, around the replay (a version-1
+    # profile keeps them as measurements only).
     kept = json.loads((out / "seed-0" / "random-profile.json").read_text())["measurements"]
     for name in ("disk_read_around_replay", "disk_pair_read_around_replay"):
         assert kept[name]["n"] == 6 and kept[name]["min"] > 0
+    assert kept["load_cpu_around_replay"]["unit"] == "s/byte"
+    assert 0 < kept["load_cpu_around_replay"]["median"] < 1e-6  # under 1,000 s a GB
     cluster = (out / "cluster.toml").read_text()
     assert "remote_download = true" in cluster and "compute_bytes" in cluster
     # Nothing is left behind: the SSDs on --dir, the DRAM caches and the store on /dev/shm.
