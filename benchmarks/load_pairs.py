@@ -44,18 +44,21 @@ import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes
-from calibration.measure.disk_readers import LOAD_COMMAND, SHM, Readers
+from calibration.measure.disk_readers import LOAD_COMMAND, Readers
 from calibration.validate.reprobe import Load, shared_rate, timed_loads
-from calibration.validate.scenario import TIERS_QUICK, Layout, Scenario, write_checkpoints
+from calibration.validate.scenario import (
+    TIERS_QUICK,
+    Layout,
+    Scenario,
+    workspace,
+    write_checkpoints,
+)
 from thaw_kernel.command_line import Parser
 from thaw_kernel.command_line import run as run_cli
 from thaw_kernel.errors import InputError
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"--rounds: expected at least 1, got {args.rounds}")
     scenario = SMALL if args.small else TIERS_QUICK
     signal.signal(signal.SIGTERM, _terminated)  # clean up on the way out, as for Ctrl-C
-    with _workspace(args.dir) as layout:
+    with workspace(args.dir, "load-pairs-") as layout:
         checkpoints = _write(scenario, layout)
         samples = _measure(scenario, layout, checkpoints, args.rounds)
         sizes = {model: payload_bytes(path) for model, path in checkpoints.items()}
@@ -91,26 +94,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _terminated(*_: object) -> None:
     raise SystemExit(143)
-
-
-@contextmanager
-def _workspace(disk: Path) -> Iterator[Layout]:
-    """A temporary directory under `disk` for the SSDs and one on /dev/shm for the DRAM
-    caches, both removed on the way out, whatever the way."""
-    if not disk.is_dir():
-        raise InputError(f"--dir {disk}: no such directory")
-    try:
-        work = Path(tempfile.mkdtemp(prefix="load-pairs-", dir=disk))
-    except OSError as err:
-        raise InputError(f"--dir {disk}: cannot write there: {err.strerror}") from None
-    try:
-        dram = Path(tempfile.mkdtemp(prefix="load-pairs-", dir=SHM if SHM.is_dir() else work))
-        try:
-            yield Layout(work, dram)
-        finally:
-            shutil.rmtree(dram, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _write(scenario: Scenario, layout: Layout) -> dict[str, Path]:

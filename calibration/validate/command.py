@@ -17,11 +17,9 @@ line on stderr and exit status 2; a failed measurement or replay, one line and s
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,6 +57,7 @@ from calibration.validate.scenario import (
     Layout,
     Scenario,
     decoder_bytes,
+    workspace,
     write_checkpoints,
     write_cluster,
     write_trace,
@@ -139,24 +138,6 @@ def _store(scenario: Scenario, layout: Layout) -> Iterator[str | None]:
         return
     with running_store(layout.store, scenario.remote_rate) as store:
         yield store.url
-
-
-@contextmanager
-def _workspace(disk: Path) -> Iterator[Layout]:
-    """Scratch space: the SSDs on `disk`, the DRAM caches on /dev/shm (memory)."""
-    if not disk.is_dir():
-        raise InputError(f"--dir {disk}: no such directory")
-    try:
-        work = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=disk))
-    except OSError as err:
-        raise InputError(f"--dir {disk}: cannot write there: {err.strerror}") from None
-    shm = Path("/dev/shm")
-    dram = Path(tempfile.mkdtemp(prefix="thaw-validate-", dir=shm if shm.is_dir() else work))
-    try:
-        yield Layout(work, dram)
-    finally:
-        shutil.rmtree(dram, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _measure(work: Path, device: str, scenario: Scenario) -> Path:
@@ -353,7 +334,7 @@ def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
-    with _workspace(args.dir) as layout:
+    with workspace(args.dir, "thaw-validate-") as layout:
         device = devices.kind(scenario.servers)
         profile = args.profile or _measure(layout.work, device, scenario)
         _, digest = read_profile(profile)

@@ -21,6 +21,9 @@ placement, batch size, keep-alive, DRAM and SSD sizes, and one host for all the 
 """
 
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +40,7 @@ from calibration.measure.inference_probe import model_bytes
 from calibration.migration.model import ModelConfig, Transformer
 from calibration.validate.instance_process import BALLAST
 from thaw_kernel import seeds
+from thaw_kernel.errors import InputError
 from traces.generate import synthesize
 from traces.writer import write_canonical
 
@@ -162,6 +166,30 @@ class Layout:
     @property
     def cluster(self) -> Path:
         return self.work / "cluster.toml"
+
+
+SHM = Path("/dev/shm")  # memory: where the DRAM caches (and the store's files) live
+
+
+@contextmanager
+def workspace(disk: Path, prefix: str) -> Iterator[Layout]:
+    """Scratch space for a validation: the SSDs in a new directory on `disk`, the DRAM
+    caches in one on /dev/shm (memory), both named `prefix`..., and removed on the way
+    out, whatever the way."""
+    if not disk.is_dir():
+        raise InputError(f"--dir {disk}: no such directory")
+    try:
+        work = Path(tempfile.mkdtemp(prefix=prefix, dir=disk))
+    except OSError as err:
+        raise InputError(f"--dir {disk}: cannot write there: {err.strerror}") from None
+    try:
+        dram = Path(tempfile.mkdtemp(prefix=prefix, dir=SHM if SHM.is_dir() else work))
+        try:
+            yield Layout(work, dram)
+        finally:
+            shutil.rmtree(dram, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
