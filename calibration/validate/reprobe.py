@@ -130,7 +130,7 @@ def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]
     scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=layout.dram))
     children: list[subprocess.Popen] = []
     try:
-        spawned, started = [], []
+        spawned: list[float] = []
         for k, (server, checkpoint) in enumerate(held):
             spec = instance_spec(scenario, server, checkpoint.name, checkpoint, scratch / str(k))
             spawned.append(time.monotonic())  # the clock the instance stamps its events with
