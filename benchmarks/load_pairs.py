@@ -13,8 +13,8 @@ loads. On the project's VM they are: with `--rounds 6` (2026-12-06), two engines
 read 1.00 to 1.11 times what two readers read on the same files in the same minutes, and
 an engine's load spent 0.98 times a reader's CPU-seconds per byte. Neither counts the
 freeing of the copy it loaded (an instance's copy is freed when the DRAM cache evicts
-it), which costs about a fifth of a load's CPU-seconds: counted in, the second ratio is
-0.81.
+it), which adds about 15% to a reader's CPU-seconds per byte (0.95 against 0.83 s/GB):
+counted in, the second ratio is 0.81.
 
 On the `tiers` scenario's checkpoints (`write_checkpoints(TIERS_QUICK, ...)`: 2 GB on
 server 0's SSD, 1.5 GB on server 1's; with `--small`, the decoders' own, 38 and 64 MB),

@@ -78,8 +78,9 @@ class ModelSpec:
     prefill_waits_for_step: bool = False  # a prefill waits for the decode step in progress
     engine: str = ""  # the start-up's stages (`ClusterConfig.engines`); "" for the default
     layers: int = DEFAULT_LAYERS  # the granularity of execute-while-load (`sim.model.overlap`)
-    # Instances kept up whatever the load: started when the run begins, and the last
-    # `min_instances` never expire (an autoscaler's floor, as BlitzScale's minimum counts).
+    # An autoscaler's floor (as BlitzScale's minimum counts): instances started when the
+    # run begins; the last `min_instances` never expire, though another model's start
+    # may still take their GPUs.
     min_instances: int = 0
     # The bytes a forward pass reads, where the checkpoint carries more (0: all of it).
     compute_bytes: int = 0

@@ -28,6 +28,12 @@ class Bursts:
     ramp_s: float
     hold_s: float
 
+    def __post_init__(self) -> None:
+        if not (self.first_s >= 0 and self.ramp_s > 0 and self.hold_s >= 0 and self.factor > 0):
+            raise ValueError("bursts: first_s and hold_s >= 0, ramp_s and factor > 0")
+        if self.period_s < 2 * self.ramp_s + self.hold_s:
+            raise ValueError("bursts: a period must hold its burst (period_s >= 2 ramp_s + hold_s)")
+
     def knots(self, duration: float) -> tuple[np.ndarray, np.ndarray]:
         """(time, relative rate) at the profile's corners within [0, duration]."""
         times, rates = [0.0], [1.0]

@@ -221,7 +221,7 @@ def _timed(
         weights = load(path, "cpu", out=into, mode="direct")
         ended, cpu_s = time.monotonic(), time.process_time() - cpu_before
         # Freeing the copy is not the load's: an instance's DRAM copy is freed when the
-        # cache evicts it, and that took a fifth of a load's CPU-seconds on the project's VM.
+        # cache evicts it; counted in, it added about 15% on the project's VM (load_pairs.py).
         del weights, into
         if target is not None:
             target.unlink()

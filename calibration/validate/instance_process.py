@@ -13,18 +13,19 @@ side (`calibration.validate.engine`). It runs on the device the scheduler names
 (`calibration.validate.devices`): the server's CUDA device, or the CPU.
 
 Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; for a
-migration's source `{"snapshot": {"threshold": x, "rounds": k, "max_rounds": m}}`; for its
-destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...], "waiting":
-[HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output", "generated"}`; with
-`hold` (the disk probe's), first any line, before it loads. The scheduler kills an
-instance to stop it, and stdin's end stops it too, should the scheduler die. On stdout,
-`{"event": E, "t": time.monotonic(), ...}` for E in `started` (torch imported, and on a
-GPU its context made; with `cpu_s`, the CPU-seconds that took), `downloaded` (from the
-remote store, with `bytes`), `loaded` (with `cpu_s`, the CPU-seconds so far),
-`installed`, `ready`, `first` (with `request`), `done` (with `request` and `generated`,
-its output tokens in all), and for migrations `tokens` (with `requests`, `new`,
-`stopped` and, once stopped, `waiting`), `recomputed` (with `tokens`) and `resumed`
-(with `requests`).
+migration's source `{"snapshot": {"threshold": x, "rounds": k, "max_rounds": m}}`; for
+its destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...],
+"waiting": [HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output",
+"generated"}`; with `hold` (the disk probe's), first any line, before it loads. The
+scheduler kills an instance to stop it, and stdin's end stops it too, should the
+scheduler die. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started`
+(torch imported, and on a GPU its context made; with `cpu_s`, the CPU-seconds that
+took), `downloaded` (from the remote store, with `bytes`), `read` (a load from SSD's
+bytes in host memory, before any copy to a GPU; with `cpu_s`, the CPU-seconds so far),
+`loaded`, `installed`, `ready`, `first` (with `request`), `done` (with `request` and
+`generated`, its output tokens in all), and for migrations `tokens` (with `requests`,
+`new`, `stopped` and, once stopped, `waiting`), `recomputed` (with `tokens`) and
+`resumed` (with `requests`).
 """
 
 import json
@@ -94,15 +95,16 @@ def load_checkpoint(spec: Spec) -> Transformer:
     if spec.install is None:
         weights = load(path, device)
         _synchronize(device)
-        emit("loaded", cpu_s=time.process_time())
+        emit("loaded")
     else:
         make_cold(str(path / BLOB_NAME))
         with staged_directory(Path(spec.install), "installed checkpoint") as staging:
             shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
             weights = load(path, out=file_buffer(staging / BLOB_NAME, buffer_bytes(path)))
+            emit("read", cpu_s=time.process_time())  # in host memory, not yet on a GPU
             weights = {name: tensor.to(device) for name, tensor in weights.items()}
             _synchronize(device)
-            emit("loaded", cpu_s=time.process_time())
+            emit("loaded")
         emit("installed")
     weights.pop(BALLAST, None)
     return Transformer.from_weights(ModelConfig(**spec.config), weights)
@@ -126,8 +128,8 @@ def main() -> None:
         torch.zeros(1, device=spec.device)  # the device context: part of the start-up
     emit("started", cpu_s=time.process_time())  # CPU-seconds so far: the runtime's own work
     torch.set_num_threads(1)
-    if spec.hold:
-        sys.stdin.readline()
+    if spec.hold and not sys.stdin.readline():
+        return  # stdin's end, before the word to load
     model = load_checkpoint(spec)
     emit("ready")
     inbox: queue.Queue[dict | None] = queue.Queue()

@@ -8,7 +8,8 @@ quarter from one minute to the next, and a start-up is nearly all of a cold TTFT
 a profile caught in a fast or slow spell would pass for the simulator's error. Before the
 first replay and after each one, the replay's engine is therefore started `PROBES` times
 alone, nothing else running, and timed from its spawn to its word that it has started
-(the replay's `runtime_start` stage; it is then stopped); each replay is simulated with
+(the replay's `runtime_start` stage; it is then stopped, or in the `tiers` scenario first
+times a load, below); each replay is simulated with
 the profile's start-up (its wall time and CPU-seconds) replaced by the median of the
 probes just before and just after it. That is a measurement of the engine on this machine
 in that replay's minutes, still nothing the replay itself measured: how start-ups that
@@ -18,19 +19,21 @@ keeps the errors with the profile's own start-up beside them.
 Where the checkpoints are gigabytes (the `tiers` scenario), the disk is re-probed the
 same way: this VM's one-reader cold rate, which the profile measures in its own minute,
 was 1.30 to 2.3 GB/s from one validation to the next (a cache behind the virtual disk
-serves part of a "cold" read, more on some days than others). Each probing instance, once
-started, loads a checkpoint found on server 0's SSD cold into a DRAM cache directory, as
-the replay's loads from SSD do; the replay is simulated with `ssd_read_bytes_per_s` the
-median of the loads just before and just after it, the host's disk scaled by the same
-factor (the disk faster or slower as a whole), and `load_cpu_s_per_byte` the CPU-seconds
-those loads spent per byte (as the profile's reader processes spend, `python
-benchmarks/load_pairs.py`, but in the replay's minutes). Where two servers hold
-checkpoints, two instances then load one from each server's SSD, told to begin together
-once both have started, `PROBES` times, as two of the replay's loads do: how the disk
-divides between them changed from one quarter-hour to the next on this VM too, so the
-replay is simulated with the median of those pairs as `host_disk_shared_bytes_per_s`,
-the disk's rate while two or more transfers cross it, and `host_disk_bytes_per_s` the
-one load's (`sim.model.transfers.ServerLinks`, `shared`).
+serves part of a "cold" read, more on some days than others). Each probing instance,
+once started, loads a checkpoint found on server 0's SSD cold into a DRAM cache
+directory, as the replay's loads from SSD do, timed until its bytes are in host memory
+(its `read`, before any copy to a GPU, which the simulator prices apart); the replay is
+simulated with `ssd_read_bytes_per_s` the median of the loads just before and just after
+it, the host's disk scaled by the same factor (the disk faster or slower as a whole),
+and `load_cpu_s_per_byte` the CPU-seconds those loads spent per byte (as the profile's
+reader processes spend, `python benchmarks/load_pairs.py`, but in the replay's minutes).
+Where two servers hold checkpoints, two instances then load one from each server's SSD,
+told to begin together once both have started, `PROBES` times, as two of the replay's
+loads do: how the disk divides between them changed from one quarter-hour to the next on
+this VM too, so the replay is simulated with the median of those pairs as
+`host_disk_shared_bytes_per_s`, the disk's rate while two or more transfers cross it,
+and `host_disk_bytes_per_s` the one load's (`sim.model.transfers.ServerLinks`,
+`shared`).
 """
 
 import json
@@ -41,6 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
@@ -114,7 +118,8 @@ def _held(layout: Layout, server: int) -> Path | None:
 @dataclass(frozen=True)
 class Load:
     """One probing instance: its start-up (wall and CPU seconds), then its load from SSD
-    (wall seconds from the word to load, CPU-seconds, tensor bytes)."""
+    (wall seconds from the word to load to its bytes in host memory, CPU-seconds, tensor
+    bytes)."""
 
     startup_s: float
     startup_cpu_s: float
@@ -140,11 +145,10 @@ def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]
         ]
         for _, checkpoint in held:
             make_cold(str(checkpoint / BLOB_NAME))
-        for child in children:
-            child.stdin.write("load\n")
-            child.stdin.flush()
+        for k, child in enumerate(children):
+            _tell(child, scratch / f"{k}.err")
         begun = time.monotonic()
-        loaded = [_event(child, "loaded", scratch / f"{k}.err") for k, child in enumerate(children)]
+        read = [_event(child, "read", scratch / f"{k}.err") for k, child in enumerate(children)]
     finally:
         for child in children:
             child.kill()
@@ -158,7 +162,7 @@ def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]
             load_cpu_s=float(end["cpu_s"]) - float(start["cpu_s"]),
             bytes=payload_bytes(checkpoint),
         )
-        for spawn, start, end, (_, checkpoint) in zip(spawned, started, loaded, held, strict=True)
+        for spawn, start, end, (_, checkpoint) in zip(spawned, started, read, held, strict=True)
     ]
 
 
@@ -182,17 +186,29 @@ def _spawn(spec: dict, errors: Path) -> subprocess.Popen:
         )
 
 
+def _tell(child: subprocess.Popen, errors: Path) -> None:
+    """Tell a held `child` to load."""
+    try:
+        child.stdin.write("load\n")
+        child.stdin.flush()
+    except BrokenPipeError:
+        _failed(errors)
+
+
 def _event(child: subprocess.Popen, name: str, errors: Path) -> dict:
     """The next event `child` says, which must be `name`."""
-    line = child.stdout.readline()
     try:
-        event = json.loads(line)
+        event = json.loads(child.stdout.readline())
     except ValueError:
-        event = {}
-    if event.get("event") != name:
-        last = (errors.read_text().strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the engine's disk probe failed: {last}")
+        event = None
+    if not isinstance(event, dict) or event.get("event") != name:
+        _failed(errors)
     return event
+
+
+def _failed(errors: Path) -> NoReturn:
+    last = (errors.read_text().strip().splitlines() or ["no output"])[-1]
+    raise RuntimeError(f"the engine's disk probe failed: {last}")
 
 
 def _start(spec: dict) -> tuple[float, float]:
@@ -222,9 +238,9 @@ def reprobed(profile: Path, before: Probe, after: Probe, out: Path) -> Path:
     """Write to `out` the profile at `profile` with its start-up replaced by the median of
     the probes `before` and `after` a replay (the CPU-seconds, where the profile has them,
     by theirs, at most the wall time as `calibration.measure` records them), and where
-    both read the disk, its one-reader rate by theirs (the host's disk scaled alike); where
-    both read it in pairs too, the host's disk one reader's rate and its shared rate the
-    pairs'."""
+    both read the disk, its one-reader rate by theirs (the host's disk scaled alike) and,
+    where the profile prices a load's CPU, that by theirs; where both read it in pairs too,
+    the host's disk one reader's rate and its shared rate the pairs'."""
     document = json.loads(profile.read_text(encoding="utf-8-sig"))
     derived = document["derived"]
     measurements = document.setdefault("measurements", {})

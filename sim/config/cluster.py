@@ -241,12 +241,14 @@ def _check_floors(models: dict[str, ModelSpec], servers: tuple[ServerGroup, ...]
     """Refuse floors of instances (`min_instances`) whose GPUs the cluster does not have
     (a floor that fits only in GPUs but not in servers is refused when the run starts)."""
     gpus = sum(group.count * group.gpus for group in servers)
-    asked = sum(model.min_instances * model.gpus for model in models.values())
-    if asked > gpus:
-        name = next(name for name, model in models.items() if model.min_instances)
-        raise InputError(
-            f"models.{name}.min_instances: the floors ask for {asked} GPUs, the cluster has {gpus}"
-        )
+    asked = 0
+    for name, model in models.items():  # named: the model whose floor tips it over
+        asked += model.min_instances * model.gpus
+        if asked > gpus:
+            raise InputError(
+                f"models.{name}.min_instances: the floors ask for {asked} GPUs, "
+                f"the cluster has {gpus}"
+            )
 
 
 # --- peer loading (docs/peer-loading.md): off unless `peer_loading = true` ---

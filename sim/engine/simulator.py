@@ -403,7 +403,7 @@ class Simulation:
         self.cluster.mark_idle(instance)
         now = self.clock.now
         decision = self.keep_alive.idle(instance, now)
-        if self.cluster.live[instance.model.name] <= instance.model.min_instances:
+        if self._at_floor(instance):
             decision = Idle(None, decision.prewarm_in_s)  # the floor: kept until needed
         if decision.keep_s is None:
             instance.keep_alive = self._until_needed
@@ -424,8 +424,13 @@ class Simulation:
         if not instance.sending and instance.is_idle and instance.keep_alive is None:
             self.became_idle(instance)
 
+    def _at_floor(self, instance: Instance) -> bool:
+        """Whether `instance` is one of its model's last `min_instances`."""
+        floor = instance.model.min_instances
+        return floor > 0 and self.cluster.live[instance.model.name] <= floor
+
     def _expire(self, instance: Instance) -> None:
-        if self.cluster.live[instance.model.name] <= instance.model.min_instances:
+        if self._at_floor(instance):
             instance.keep_alive = self._until_needed  # the floor: kept until needed
             return
         instance.keep_alive = None

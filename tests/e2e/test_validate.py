@@ -457,14 +457,14 @@ def test_an_instance_loads_from_ssd_installs_in_dram_and_serves_on_its_device(tm
         assert child.stdin is not None and child.stdout is not None
         child.stdin.write(json.dumps({"admit": 7, "input": 5, "output": 3}) + "\n")
         child.stdin.flush()
-        events = [json.loads(child.stdout.readline()) for _ in range(6)]
+        events = [json.loads(child.stdout.readline()) for _ in range(7)]
         child.stdin.close()  # the end of stdin stops it
         assert child.wait(timeout=60) == 0
     names = [event["event"] for event in events]
-    assert names == ["started", "loaded", "installed", "ready", "first", "done"]
+    assert names == ["started", "read", "loaded", "installed", "ready", "first", "done"]
     assert events[-1]["request"] == 7
     assert events[0]["cpu_s"] > 0  # the runtime's own CPU-seconds, beside the wall time
-    assert events[1]["cpu_s"] > events[0]["cpu_s"]  # and the load's after them
+    assert events[1]["cpu_s"] > events[0]["cpu_s"]  # and the read's after them
     times = [event["t"] for event in events]
     assert times == sorted(times)
     assert (dram / BLOB_NAME).read_bytes() == (ssd / BLOB_NAME).read_bytes()

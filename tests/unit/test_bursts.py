@@ -24,3 +24,17 @@ def test_arrivals_follow_the_mean_rate_and_the_bursts():
     held = np.sum((arrival >= 7) & (arrival < 27.5)) / 20.5  # 10 per second expected
     base = np.sum((arrival >= 30) & (arrival < 65)) / 35.0  # 2 per second expected
     assert held == pytest.approx(10.0, rel=0.25) and base == pytest.approx(2.0, rel=0.35)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"period_s": 20.0}, "a period must hold its burst"),
+        ({"ramp_s": 0.0}, "ramp_s and factor > 0"),
+        ({"hold_s": -1.0}, "hold_s >= 0"),
+    ],
+)
+def test_a_profile_whose_corners_would_not_rise_in_time_is_refused(fields, expected):
+    given = {"first_s": 5.0, "period_s": 60.0, "factor": 5.0, "ramp_s": 2.0, "hold_s": 20.5}
+    with pytest.raises(ValueError, match=expected):
+        Bursts(**(given | fields))
