@@ -36,6 +36,7 @@ import traces
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.writer import write_checkpoint
+from calibration.measure.disk_readers import SHM
 from calibration.measure.inference_probe import model_bytes
 from calibration.migration.model import ModelConfig, Transformer
 from calibration.validate.instance_process import BALLAST
@@ -166,9 +167,6 @@ class Layout:
     @property
     def cluster(self) -> Path:
         return self.work / "cluster.toml"
-
-
-SHM = Path("/dev/shm")  # memory: where the DRAM caches (and the store's files) live
 
 
 @contextmanager

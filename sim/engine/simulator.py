@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from policies import get_policy
-from policies.base import Request, Start, Wake
+from policies.base import Decision, Request, Start, Wake
 from sim.engine.invariants import InvariantError, check_outcome, check_state
 from sim.engine.request_table import RequestTable
 from sim.keep_alive import make_keep_alive
@@ -444,15 +444,11 @@ class Simulation:
         policy would start them (pre-warms: no request waits for them)."""
         for name, spec in self.config.models.items():
             for _ in range(spec.min_instances - self.cluster.live[name]):
-                decision = self.policy.place(Request(-1, name, 0.0, 1, 1), self.queue.view(-1))
-                if not isinstance(decision, Start) or decision.migrate or decision.preempt:
+                if not self._launch_prewarm(name, self._placed_prewarm(name)):
                     raise InputError(
                         f"models.{name}.min_instances: {spec.min_instances} instances do not "
                         "fit the cluster's free GPUs"
                     )
-                instance = self._launch(name, decision.server)
-                instance.prewarmed = instance.prewarm = True
-                self.prewarms += 1
 
     def _demand(self, model: str) -> None:
         """A request of `model` woke an idle instance or started one: a pending pre-warm
@@ -470,15 +466,25 @@ class Simulation:
         del self._prewarm_at[model]
         if self.cluster.live[model]:
             return
-        request = Request(-1, model, self.clock.now, 1, 1)
-        decision = self.policy.place(request, self.queue.view(-1))
+        decision = self._placed_prewarm(model)
         if isinstance(decision, Wake):
             instance = self._woken(model, decision)
             instance.prewarmed = True
             self.prewarms += 1
             return
+        self._launch_prewarm(model, decision)
+
+    def _placed_prewarm(self, model: str) -> Decision:
+        """Where the placement policy would start (or wake) an instance of `model` now,
+        for a request that no trace request stands behind."""
+        return self.policy.place(Request(-1, model, self.clock.now, 1, 1), self.queue.view(-1))
+
+    def _launch_prewarm(self, model: str, decision: Decision) -> bool:
+        """Start a pre-warm of `model` where `decision` starts one; not (False) where it
+        waits, or would displace a running instance."""
         if not isinstance(decision, Start) or decision.migrate or decision.preempt:
-            return
+            return False
         instance = self._launch(model, decision.server)
         instance.prewarmed = instance.prewarm = True
         self.prewarms += 1
+        return True
