@@ -41,6 +41,7 @@ from calibration.measure.linear_fit import Points
 from calibration.measure.machine_description import describe
 from calibration.measure.measurement import Measurement
 from calibration.measure.migration_probe import measure_migration
+from calibration.measure.page_reporting import free_page_reporting
 from calibration.measure.plausibility import check
 from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import CPU_INFERENCE_THREADS, Settings, settings
@@ -145,6 +146,9 @@ def measure(
         cpus=os.cpu_count() or 1,
         device=device,
     )
+    reporting = free_page_reporting()  # measured with it on, loads' CPU hangs on history
+    if reporting is not None:
+        notes.append(reporting.note())
     machine = describe(device, directory, chosen, said, checkpoint_bytes, notes, fits)
     if remote_rate is not None:
         machine["settings"]["remote_rate_bytes_per_s"] = remote_rate

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 import traces
+from calibration.measure.page_reporting import free_page_reporting
 from calibration.remote.running import running_store
 from calibration.validate import devices
 from calibration.validate.beside import runtime_start_beside
@@ -333,6 +334,9 @@ def run(args: argparse.Namespace) -> dict:
     scenario = quick if args.quick else full
     started = time.monotonic()
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
+    reporting = free_page_reporting()  # a VM's memory can skew it too
+    if reporting is not None:
+        print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
     with workspace(args.dir, "thaw-validate-") as layout:
         device = devices.kind(scenario.servers)
@@ -368,6 +372,7 @@ def run(args: argparse.Namespace) -> dict:
         "simulator_inputs": ["seed-N/trace.csv", "cluster.toml", "seed-N/POLICY-profile.json"],
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
+        "free_page_reporting_order": None if reporting is None else reporting.order,
         "device": devices.kind(scenario.servers),
         "inference_speeds": speeds,
         "policies": {

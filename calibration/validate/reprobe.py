@@ -37,11 +37,13 @@ and `host_disk_bytes_per_s` the one load's (`sim.model.transfers.ServerLinks`,
 """
 
 import json
+import math
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -118,36 +120,54 @@ def _held(layout: Layout, server: int) -> Path | None:
 @dataclass(frozen=True)
 class Load:
     """One probing instance: its start-up (wall and CPU seconds), then its load from SSD
-    (wall seconds from the word to load to its bytes in host memory, CPU-seconds, tensor
-    bytes)."""
+    (wall seconds to its bytes in host memory from the word to load, or from the end of
+    its download where it first downloaded the checkpoint; CPU-seconds since it started,
+    a download's included; tensor bytes), and its download's seconds from the word (NaN:
+    none)."""
 
     startup_s: float
     startup_cpu_s: float
     load_s: float
     load_cpu_s: float
     bytes: int
+    download_s: float = math.nan
 
 
-def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]) -> list[Load]:
+def timed_loads(
+    scenario: Scenario,
+    layout: Layout,
+    held: list[tuple[int, Path]],
+    downloads: Sequence[dict | None] = (),
+) -> list[Load]:
     """For each (server, checkpoint) of `held`, an instance of the replay's engine that,
     once all have started, loads the checkpoint cold from that server's SSD into a DRAM
-    cache directory, as the replay's loads from SSD do; all told to load at once."""
+    cache directory, as the replay's loads from SSD do; all told to load at once. Where
+    `downloads` gives the k-th a download (`instance_process.Spec.download`), it first
+    downloads the checkpoint to that path, as a replay's start from the remote store does."""
+    fetch = list(downloads) + [None] * (len(held) - len(downloads))
     scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=layout.dram))
     children: list[subprocess.Popen] = []
     try:
         spawned: list[float] = []
-        for k, (server, checkpoint) in enumerate(held):
-            spec = instance_spec(scenario, server, checkpoint.name, checkpoint, scratch / str(k))
+        for k, ((server, checkpoint), download) in enumerate(zip(held, fetch, strict=True)):
+            spec = instance_spec(
+                scenario, server, checkpoint.name, checkpoint, scratch / str(k), download
+            )
             spawned.append(time.monotonic())  # the clock the instance stamps its events with
             children.append(_spawn(spec | {"hold": True}, scratch / f"{k}.err"))
         started = [
             _event(child, "started", scratch / f"{k}.err") for k, child in enumerate(children)
         ]
-        for _, checkpoint in held:
-            make_cold(str(checkpoint / BLOB_NAME))
+        for (_, checkpoint), download in zip(held, fetch, strict=True):
+            if download is None:
+                make_cold(str(checkpoint / BLOB_NAME))
         for k, child in enumerate(children):
             _tell(child, scratch / f"{k}.err")
         begun = time.monotonic()
+        downloaded = [
+            begun if download is None else _event(child, "downloaded", scratch / f"{k}.err")["t"]
+            for k, (child, download) in enumerate(zip(children, fetch, strict=True))
+        ]
         read = [_event(child, "read", scratch / f"{k}.err") for k, child in enumerate(children)]
     finally:
         for child in children:
@@ -158,11 +178,14 @@ def timed_loads(scenario: Scenario, layout: Layout, held: list[tuple[int, Path]]
         Load(
             startup_s=start["t"] - spawn,
             startup_cpu_s=float(start["cpu_s"]),
-            load_s=end["t"] - begun,
+            load_s=end["t"] - fetched,
             load_cpu_s=float(end["cpu_s"]) - float(start["cpu_s"]),
             bytes=payload_bytes(checkpoint),
+            download_s=math.nan if download is None else fetched - begun,
         )
-        for spawn, start, end, (_, checkpoint) in zip(spawned, started, read, held, strict=True)
+        for spawn, start, fetched, end, (_, checkpoint), download in zip(
+            spawned, started, downloaded, read, held, fetch, strict=True
+        )
     ]
 
 

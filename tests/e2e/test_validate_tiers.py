@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from calibration.checkpoint.format import BLOB_NAME
+from calibration.measure.page_reporting import free_page_reporting
 from calibration.remote.running import running_store
 from calibration.validate import command
 from calibration.validate.loads import TIERS
@@ -51,6 +52,8 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
     args = command._parser().parse_args(["--quick", *(x for kv in flags.items() for x in kv)])
     report = command.run(args)
     assert report["scenario"]["name"] == "tiers" and report["scenario"]["repeats"] == 1
+    reporting = free_page_reporting()  # the machine's, recorded beside the figures
+    assert report["free_page_reporting_order"] == (reporting and reporting.order)
     sizes = report["scenario"]["model_bytes"].values()
     for size, asked in zip(sizes, (60 * MB, 90 * MB, 160 * MB), strict=True):
         assert 0 <= size - asked < MB  # and each tensor aligned to 4 KiB
