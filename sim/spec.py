@@ -51,6 +51,10 @@ class ServerGroup:
     # links; 0: loads take no CPU (docs/model.md).
     load_cpu_s_per_gb: float = 0.0
     download_cpu_s_per_gb: float = 0.0
+    # The seconds per GB that deleting a checkpoint from the SSD (an eviction, or a
+    # downloaded copy dropped after its load) holds the disk, as a file system that
+    # discards freed blocks at once does; 0: deletions are free (docs/model.md).
+    ssd_delete_s_per_gb: float = 0.0
     # A start-up's CPU stage asks 1 / (1 + this) of a core while any other CPU flow shares
     # its host (caches, memory bandwidth, SMT siblings: a stretch before the cores run
     # out); 0: it slows only once they do (docs/model.md).

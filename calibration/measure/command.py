@@ -34,6 +34,7 @@ from calibration.checkpoint.direct_io import BLOCK
 from calibration.checkpoint.format import read_index
 from calibration.checkpoint.pagecache import PageCacheError
 from calibration.measure.copy_probe import measure_copies
+from calibration.measure.delete_probe import DELETE, measure_deletes
 from calibration.measure.derivation import derive
 from calibration.measure.disk_readers import READERS, measure_readers, write_copies
 from calibration.measure.inference_probe import measure_decode, measure_prefill, model_bytes
@@ -237,6 +238,8 @@ def _measure_all(
             f"start-ups beside a download: {results[BESIDE_DOWNLOAD].median:.2f} s, alone "
             f"between them: {results[BETWEEN_DOWNLOADS].median:.2f} s (medians of {pairs})"
         )
+    results |= measure_deletes(copies)  # the copies' last use
+    _say(f"deleting a copy held the disk {results[DELETE].median * 1e9:.3f} s/GB (median)")
     points = {"decode": decode, "prefill": prefill, "migration": migration}
     return results, points, payload, model_bytes(model)
 

@@ -58,6 +58,9 @@ well as that model can (sim/config/profile.py documents the fields):
   beside the start-ups;
 - `download_cpu_s_per_byte`, only with `--remote-rate`: the same for a download, the
   client's and the loopback store's CPU together (on one box both share its cores);
+- `ssd_delete_s_per_byte`: the seconds per byte that deleting a synced copy of the
+  readers' checkpoint took (`calibration.measure.delete_probe`), which the simulator
+  charges to the disk at each eviction from an SSD;
 - `network_bytes_per_s`, only with `--remote-rate`: the goodput of the real client's
   downloads through the loopback store paced to that rate per server
   (`calibration.measure.remote_probe`). One box has no network of its own to measure;
@@ -149,6 +152,8 @@ def derive(
     for name, key in (("reader_load_cpu", "load"), ("remote_download_cpu", "download")):
         if name in measurements:
             derived[f"{key}_cpu_s_per_byte"] = measurements[name].median
+    if "ssd_delete" in measurements:
+        derived["ssd_delete_s_per_byte"] = measurements["ssd_delete"].median
     derived["startup_cpu_s"] = cpu
     derived |= _company_slowdown(measurements, derived, alone, cpu, cpus, notes)
     derived["host_cores"] = fit_host_cores(

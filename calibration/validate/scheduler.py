@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calibration.validate.deleter import Deleter
 from calibration.validate.devices import server_device
 from calibration.validate.handle import STOPPED, WARM, Handle
 from calibration.validate.records import Records
@@ -86,6 +87,7 @@ class Replay:
         self._inbox: queue.Queue[tuple[Handle, dict | None]] = queue.Queue()
         self._done = 0
         self._t0 = 0.0
+        self._deleter = Deleter()  # SSD copies, deleted off the loop
 
     # --- the loop ---
 
@@ -137,6 +139,7 @@ class Replay:
         for instance in self._instances:
             if instance.process is not None:
                 instance.process.wait(timeout=60)
+        self._deleter.close()
 
     # --- arrivals and routing (as sim.engine.simulator) ---
 
@@ -323,8 +326,8 @@ class Replay:
         """A load from SSD (downloaded or not) is done: its copy may be evicted now."""
         if instance.tier == "ssd" or (instance.tier == "remote" and instance.kept):
             self.books.ssd[instance.server].unpin(instance.model)
-        elif instance.tier == "remote":
-            shutil.rmtree(self.layout.ssd(instance.server, instance.model), ignore_errors=True)
+        elif instance.tier == "remote":  # downloaded, never admitted: read once, dropped
+            self._deleter.delete(self.layout.ssd(instance.server, instance.model))
 
     def _ready(self, instance: Handle) -> None:
         instance.state = WARM
@@ -444,12 +447,10 @@ class Replay:
             instance.process.kill()
 
     def _evicted(self, tier: str, server: int, model: str) -> None:
-        copy = (
-            self.layout.dram_copy(server, model)
-            if tier == "dram"
-            else self.layout.ssd(server, model)
-        )
-        shutil.rmtree(copy, ignore_errors=True)
+        if tier == "dram":  # memory: freed at once
+            shutil.rmtree(self.layout.dram_copy(server, model), ignore_errors=True)
+        else:
+            self._deleter.delete(self.layout.ssd(server, model))
 
 
 def instance_spec(

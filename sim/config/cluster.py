@@ -297,13 +297,15 @@ def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
 _DOWNLOAD = "remote_download"
 # The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`), and
 # its aggregate while two or more transfers cross it, the CPU-seconds per GB its loads
-# from SSD and its downloads take on the host's cores, and how much a start-up's CPU stage
+# from SSD and its downloads take on the host's cores, the seconds per GB a deletion from
+# its SSD holds the disk, and how much a start-up's CPU stage
 # slows beside any other CPU work there.
 _HOST_KEYS = {
     "host_disk": bandwidth,
     "host_disk_shared": bandwidth,
     "load_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
     "download_cpu_s_per_gb": ranged(0.0, bounds.CPU_S_PER_GB, positive=False),
+    "ssd_delete_s_per_gb": ranged(0.0, bounds.DELETE_S_PER_GB, positive=False),
     "startup_company_slowdown": ranged(0.0, bounds.COMPANY_SLOWDOWN, positive=False),
 }
 

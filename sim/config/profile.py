@@ -28,6 +28,8 @@ start-up's CPU figures, still loads):
                                     SSD takes per byte (page faults, copies, checksums)
         "download_cpu_s_per_byte":  version 2, optional: the same for a download from the
                                     remote store
+        "ssd_delete_s_per_byte":    version 2, optional: the seconds per byte deleting a
+                                    checkpoint from the SSD holds the disk
         "startup_company_slowdown": version 2, optional: how much slower a start-up runs
                                     beside a download, below the cores' saturation
         "reference_model_bytes":    weights per GPU of the model the rates were measured on
@@ -50,7 +52,8 @@ one, grows with them as a step does); the migration rounds take the fixed cost.
 A version-2 profile also sets every group's `host_cores` (and `host_disk`, where it has
 `host_disk_bytes_per_s`: the disk a host's servers share; `host_disk_shared`, where it
 has `host_disk_shared_bytes_per_s`; `load_cpu_s_per_gb` and
-`download_cpu_s_per_gb`, where it has their CPU per byte; `startup_company_slowdown`,
+`download_cpu_s_per_gb`, where it has their CPU per byte; `ssd_delete_s_per_gb`, where it
+has `ssd_delete_s_per_byte`; `startup_company_slowdown`,
 where it has it) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
 CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
@@ -89,6 +92,7 @@ _DERIVED_V2_OPTIONAL = (
     "host_disk_shared_bytes_per_s",
     "load_cpu_s_per_byte",
     "download_cpu_s_per_byte",
+    "ssd_delete_s_per_byte",
     "startup_company_slowdown",
     "prefill_fixed_s",
 )
@@ -100,6 +104,7 @@ _MAY_BE_ZERO = (
     "warmup_s",
     "load_cpu_s_per_byte",
     "download_cpu_s_per_byte",
+    "ssd_delete_s_per_byte",
     "startup_company_slowdown",
     "prefill_fixed_s",
 )
@@ -260,6 +265,9 @@ def _apply_startup(
             if f"{kind}_cpu_s_per_byte" in derived:
                 group[f"{kind}_cpu_s_per_gb"] = derived[f"{kind}_cpu_s_per_byte"] * 1e9
                 applied.append(f"servers[{i}].{kind}_cpu_s_per_gb")
+        if "ssd_delete_s_per_byte" in derived:
+            group["ssd_delete_s_per_gb"] = derived["ssd_delete_s_per_byte"] * 1e9
+            applied.append(f"servers[{i}].ssd_delete_s_per_gb")
         if "startup_company_slowdown" in derived:
             group["startup_company_slowdown"] = derived["startup_company_slowdown"]
             applied.append(f"servers[{i}].startup_company_slowdown")

@@ -112,6 +112,8 @@ class Cluster:
             self._holders[tier][model].add(server)
         else:
             self._holders[tier][model].discard(server)
+            if tier == "ssd":  # evicted: its file deleted
+                self.servers[server].delete_from_ssd(self.models[model].weights)
         if self.cached(model) != was:
             self.cached_changed(model)
 

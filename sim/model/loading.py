@@ -186,6 +186,8 @@ class CheckpointLoad:
             self.server.reading[Tier.SSD, name] -= 1
         elif not self.server.download:  # streamed: installed in passing, space permitting
             self.server.ssd.admit(name, size)
+        else:  # downloaded but never admitted: the copy read once is deleted
+            self.server.delete_from_ssd(size)
         self.server.dram.admit(name, size)
 
 

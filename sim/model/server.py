@@ -33,6 +33,10 @@ CORES = ("cores",)  # what CPU work crosses: its host's cores (`Server.cores`)
 STARTUP_CPU = ("cores", "startup")
 
 
+def _nothing() -> None:
+    """A deletion's end: nothing waits on it."""
+
+
 def host_cores(clock: Clock, cores: float, company_slowdown: float = 0.0) -> ServerLinks:
     """A host's cores as a fluid domain, shared in proportion to what each flow asks
     (sim.model.loading says why); a start-up's CPU stage in company asks its core over
@@ -120,6 +124,18 @@ class Server:
         # Level-1 engines woken whose weights are still crossing from DRAM to their GPUs:
         # their DRAM stays reserved until the copy ends.
         self.copying: set[Instance] = set()
+
+    def delete_from_ssd(self, size: int) -> None:
+        """A checkpoint of `size` bytes deleted from this server's SSD: with the group's
+        `ssd_delete_s_per_gb`, a flow that holds the SSD's links (and the host's disk) as
+        long as the deletion takes alone, shared with the loads there as any flow is (a
+        file system that discards freed blocks at once waits on the disk for it)."""
+        seconds = size / 1e9 * self.group.ssd_delete_s_per_gb
+        if seconds <= 0:
+            return
+        links = self.paths[Tier.SSD]
+        solo = min(self.links.capacity[link] for link in links)
+        self.links.start(seconds * solo, links, math.inf, _nothing)
 
     @property
     def available_gpus(self) -> int:

@@ -88,6 +88,9 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     assert measurements["reader_load_cpu"]["unit"] == "s/byte"
     cpu = measurements["remote_download_cpu"]
     assert derived["download_cpu_s_per_byte"] == cpu["median"] > 0 and cpu["unit"] == "s/byte"
+    deleted = measurements["ssd_delete"]  # every reader's copy, timed as it is deleted
+    assert derived["ssd_delete_s_per_byte"] == deleted["median"] > 0 and deleted["n"] == 4
+    assert deleted["unit"] == "s/byte"
     assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
     assert derived["startup_cpu_s"] <= derived["instance_startup_s"]

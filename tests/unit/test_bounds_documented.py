@@ -28,6 +28,7 @@ ROWS = {
         "A load's CPU per GB (`load_cpu_s_per_gb`, `download_cpu_s_per_gb`)",
         "max",
     ),
+    "DELETE_S_PER_GB": ("A deletion's hold on the disk per GB (`ssd_delete_s_per_gb`)", "max"),
     "COMPANY_SLOWDOWN": (
         "A start-up's slowdown in company (`startup_company_slowdown`, and in a profile)",
         "max",
