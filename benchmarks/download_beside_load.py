@@ -14,18 +14,23 @@ this order:
   download, then its load of the downloaded copy;
 - `load alone`: an engine on server 1 loading `medium` cold from its SSD;
 - `both`: the two engines told at once (`reprobe.timed_loads`: each started and held,
-  then a line to each).
+  then a line to each);
+- `load beside a deletion`: the engine on server 1 loading `medium` while a synced copy
+  of `small` on the same disk is deleted, as an eviction from an SSD cache deletes one
+  (`deletion_s`: the deletion's own seconds), which on a file system that discards
+  freed blocks at once waits on the disk (`calibration.measure.delete_probe`).
 
 It prints, per kind, the medians of the download's seconds, the seconds of the load
-after it, and the SSD load's seconds, then each one's time in company over its time
-alone. It also says whether this machine reports freed memory to its host
+after it, the SSD load's seconds and the deletion's; then each one's time beside the
+download (`both`) over its time alone, and the load's beside the deletion over alone.
+It also says whether this machine reports freed memory to its host
 (`calibration.measure.page_reporting`): on a VM that does, a load into fresh memory pays
 for the host backing it again, by an amount that hangs on what was freed before, and the
-load after a download beside another load is where this shows (docs/calibration.md, "A
-start from the store, in company"). Reads are cold in the guest (posix_fadvise and
-mincore), which a virtual disk's host cache may not be. The kinds take turns within each
-round, and the figures are medians over rounds: a benchmark, which prints figures and
-never fails on time.
+load after a download beside another load is where this shows (docs/calibration.md,
+"The tiers scenario"). Reads are cold in the guest (posix_fadvise and mincore), which a
+virtual disk's host cache may not be. The kinds take turns within each round, and the
+figures are medians over rounds: a benchmark, which prints figures and never fails on
+time.
 """
 
 import json
@@ -33,9 +38,12 @@ import shutil
 import signal
 import statistics
 import sys
+import threading
+import time
 from pathlib import Path
 
-from calibration.checkpoint.format import payload_bytes
+from calibration.checkpoint.format import BLOB_NAME, payload_bytes
+from calibration.checkpoint.pagecache import make_cold
 from calibration.measure.page_reporting import free_page_reporting
 from calibration.remote.running import running_store
 from calibration.validate.reprobe import Load, timed_loads
@@ -53,8 +61,9 @@ from thaw_kernel.errors import InputError
 DOWNLOADED, LOADED = "small", "medium"  # from the store onto server 0; from server 1's SSD
 # `--small`: the decoders' own checkpoints, placed and served as the `tiers` places them.
 SMALL = Scenario(requests=1, rate=1.0, ssd_copies=1, remote_rate=TIERS_QUICK.remote_rate)
-KINDS = ("download alone", "load alone", "both")
-FIGURES = ("download_s", "load_after_download_s", "load_s")
+KINDS = ("download alone", "load alone", "both", "load beside a deletion")
+FIGURES = ("download_s", "load_after_download_s", "load_s", "deletion_s")
+WIDTHS = (10, 12, 8, 10)
 
 Rounds = dict[str, list[dict[str, float | None]]]  # per kind, each round's (None: none)
 
@@ -101,7 +110,30 @@ def _measure(scenario: Scenario, layout: Layout, url: str, rounds: int) -> Round
             finally:
                 shutil.rmtree(download[1].parent, ignore_errors=True)
             samples[kind].append(_figures(loads, bool(downloads)))
+        samples["load beside a deletion"].append(_beside_deletion(scenario, layout, load))
     return samples
+
+
+def _beside_deletion(scenario: Scenario, layout: Layout, load: tuple[int, Path]) -> dict:
+    """The load of `load` while a synced copy of the downloaded checkpoint is deleted."""
+    victim = layout.work / "victim"
+    shutil.copytree(layout.store / DOWNLOADED, victim)
+    make_cold(str(victim / BLOB_NAME))  # synced first: the deletion's own time, no write-back
+    took: list[float] = []
+
+    def delete() -> None:
+        began = time.monotonic()
+        shutil.rmtree(victim)
+        took.append(time.monotonic() - began)
+
+    deleting = threading.Thread(target=delete)
+    try:
+        (loaded,) = timed_loads(scenario, layout, [load], beside=deleting.start)
+    finally:
+        if deleting.ident is not None:  # begun
+            deleting.join()
+        shutil.rmtree(victim, ignore_errors=True)
+    return _figures([loaded], False) | {"deletion_s": took[0]}
 
 
 def _figures(loads: list[Load], downloaded: bool) -> dict[str, float | None]:
@@ -128,13 +160,15 @@ def _summary(rounds: Rounds, sizes: dict[str, int]) -> dict:
         "load_after_download_s": kinds["download alone"],
         "load_s": kinds["load alone"],
     }
+    beside = kinds["load beside a deletion"]["load_s"]
     reporting = free_page_reporting()
     return {
         "rounds": len(rounds["both"]),
         "bytes": sizes,
         "free_page_reporting_order": None if reporting is None else reporting.order,
         "kinds": kinds,
-        "both_over_alone": {f: kinds["both"][f] / alone[f][f] for f in FIGURES},
+        "both_over_alone": {f: kinds["both"][f] / alone[f][f] for f in alone},
+        "deletion_over_alone": beside / kinds["load alone"]["load_s"],
     }
 
 
@@ -151,15 +185,15 @@ def _table(results: dict) -> str:
         f"medians of {results['rounds']} round(s)",
         "free page reporting: "
         + ("off (or no balloon reports)" if order is None else f"on, order {order}"),
-        f"{'kind':<16} {'download s':>10} {'load after s':>12} {'load s':>8}",
+        f"{'kind':<23} {'download s':>10} {'load after s':>12} {'load s':>8} {'delete s':>10}",
     ]
     for kind, row in results["kinds"].items():
-        cells = [_cell(row[f], width) for f, width in zip(FIGURES, (10, 12, 8), strict=True)]
-        lines.append(f"{kind:<16} " + " ".join(cells))
+        cells = [_cell(row[f], width) for f, width in zip(FIGURES, WIDTHS, strict=True)]
+        lines.append(f"{kind:<23} " + " ".join(cells))
     ratios = results["both_over_alone"]
-    lines.append(f"{'both / alone':<16} " + " ".join(
-        f"{ratios[f]:{width}.2f}" for f, width in zip(FIGURES, (10, 12, 8), strict=True)
-    ))  # fmt: skip
+    cells = [_cell(ratios.get(f), width) for f, width in zip(FIGURES, WIDTHS, strict=True)]
+    lines.append(f"{'both / alone':<23} " + " ".join(cells))
+    lines.append(f"load beside a deletion / alone: {results['deletion_over_alone']:.2f}")
     return "\n".join(lines)
 
 

@@ -43,7 +43,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -138,12 +138,14 @@ def timed_loads(
     layout: Layout,
     held: list[tuple[int, Path]],
     downloads: Sequence[dict | None] = (),
+    beside: Callable[[], None] | None = None,
 ) -> list[Load]:
     """For each (server, checkpoint) of `held`, an instance of the replay's engine that,
     once all have started, loads the checkpoint cold from that server's SSD into a DRAM
     cache directory, as the replay's loads from SSD do; all told to load at once. Where
     `downloads` gives the k-th a download (`instance_process.Spec.download`), it first
-    downloads the checkpoint to that path, as a replay's start from the remote store does."""
+    downloads the checkpoint to that path, as a replay's start from the remote store does.
+    `beside`: called once all are told, the company they load in (a benchmark's)."""
     fetch = list(downloads) + [None] * (len(held) - len(downloads))
     scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=layout.dram))
     children: list[subprocess.Popen] = []
@@ -164,6 +166,8 @@ def timed_loads(
         for k, child in enumerate(children):
             _tell(child, scratch / f"{k}.err")
         begun = time.monotonic()
+        if beside is not None:
+            beside()
         downloaded = [
             begun if download is None else _event(child, "downloaded", scratch / f"{k}.err")["t"]
             for k, (child, download) in enumerate(zip(children, fetch, strict=True))

@@ -15,12 +15,14 @@ from calibration.measure.page_reporting import free_page_reporting
 
 SHM = Path("/dev/shm")
 MINE = "download-beside-"  # what the benchmark makes there: its store and DRAM caches
-FIGURES = ["download_s", "load_after_download_s", "load_s"]
-# Which figures each kind has: a download and the load after it, an SSD load, or both.
+FIGURES = ["download_s", "load_after_download_s", "load_s", "deletion_s"]
+# Which figures each kind has: a download and the load after it, an SSD load, or both; a
+# load and the deletion beside it.
 PRESENT = {
-    "download alone": [True, True, False],
-    "load alone": [False, False, True],
-    "both": [True, True, True],
+    "download alone": [True, True, False, False],
+    "load alone": [False, False, True, False],
+    "both": [True, True, True, False],
+    "load beside a deletion": [False, False, True, True],
 }
 
 
@@ -43,6 +45,7 @@ def test_every_kind_is_timed_and_nothing_is_left(repo_root, tmp_path):
     results = json.loads(done.stdout)
     assert list(results) == [
         "rounds", "bytes", "free_page_reporting_order", "kinds", "both_over_alone",
+        "deletion_over_alone",
     ]  # fmt: skip
     assert results["rounds"] == 1
     assert list(results["bytes"]) == ["small", "medium"]
@@ -56,7 +59,9 @@ def test_every_kind_is_timed_and_nothing_is_left(repo_root, tmp_path):
         for figure, there in zip(FIGURES, present, strict=True):
             value = row[figure]
             assert (value is not None and math.isfinite(value) and value > 0) == there
+    assert list(results["both_over_alone"]) == FIGURES[:3]
     assert all(ratio > 0 for ratio in results["both_over_alone"].values())
+    assert results["deletion_over_alone"] > 0
     assert list(tmp_path.iterdir()) == []
     assert _mine() <= before
 
