@@ -35,12 +35,13 @@ time.
 
 import json
 import shutil
-import signal
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
+
+from engine_rounds import command_line
 
 from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
@@ -54,9 +55,7 @@ from calibration.validate.scenario import (
     workspace,
     write_checkpoints,
 )
-from thaw_kernel.command_line import Parser
 from thaw_kernel.command_line import run as run_cli
-from thaw_kernel.errors import InputError
 
 DOWNLOADED, LOADED = "small", "medium"  # from the store onto server 0; from server 1's SSD
 # `--small`: the decoders' own checkpoints, placed and served as the `tiers` places them.
@@ -69,16 +68,7 @@ Rounds = dict[str, list[dict[str, float | None]]]  # per kind, each round's (Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="download_beside_load.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="the SSD files")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of every kind")
-    parser.add_argument("--small", action="store_true", help="tiny checkpoints (a test)")
-    parser.add_argument("--json", action="store_true", help="one JSON object")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        raise InputError(f"--rounds: expected at least 1, got {args.rounds}")
-    scenario = SMALL if args.small else TIERS_QUICK
-    signal.signal(signal.SIGTERM, _terminated)  # clean up on the way out, as for Ctrl-C
+    args, scenario = command_line("download_beside_load.py", __doc__, argv, SMALL)
     with workspace(args.dir, "download-beside-") as layout:
         write_checkpoints(scenario, layout)
         sizes = {name: payload_bytes(layout.store / name) for name in (DOWNLOADED, LOADED)}
@@ -87,10 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     results = _summary(rounds, sizes)
     print(json.dumps(results, indent=2) if args.json else _table(results))
     return 0
-
-
-def _terminated(*_: object) -> None:
-    raise SystemExit(143)
 
 
 def _measure(scenario: Scenario, layout: Layout, url: str, rounds: int) -> Rounds:

@@ -41,11 +41,12 @@ a benchmark, which prints figures and never fails on time.
 
 import json
 import shutil
-import signal
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from engine_rounds import command_line
 
 from calibration.checkpoint.format import BLOB_NAME, payload_bytes
 from calibration.checkpoint.pagecache import make_cold
@@ -53,15 +54,12 @@ from calibration.checkpoint.reader import buffer_bytes
 from calibration.measure.disk_readers import LOAD_COMMAND, Readers
 from calibration.validate.reprobe import Load, shared_rate, timed_loads
 from calibration.validate.scenario import (
-    TIERS_QUICK,
     Layout,
     Scenario,
     workspace,
     write_checkpoints,
 )
-from thaw_kernel.command_line import Parser
 from thaw_kernel.command_line import run as run_cli
-from thaw_kernel.errors import InputError
 
 # The two checkpoints loaded, and the server whose SSD holds each (the `tiers` placement).
 HELD = {"small": 0, "medium": 1}
@@ -73,16 +71,7 @@ Samples = dict[str, list[list[Load]]]  # per kind, each round's loads
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="load_pairs.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="the SSD files")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of every kind")
-    parser.add_argument("--small", action="store_true", help="tiny checkpoints (a test)")
-    parser.add_argument("--json", action="store_true", help="one JSON object")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        raise InputError(f"--rounds: expected at least 1, got {args.rounds}")
-    scenario = SMALL if args.small else TIERS_QUICK
-    signal.signal(signal.SIGTERM, _terminated)  # clean up on the way out, as for Ctrl-C
+    args, scenario = command_line("load_pairs.py", __doc__, argv, SMALL)
     with workspace(args.dir, "load-pairs-") as layout:
         checkpoints = _write(scenario, layout)
         samples = _measure(scenario, layout, checkpoints, args.rounds)
@@ -90,10 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     results = _summary(samples, sizes, args.rounds)
     print(json.dumps(results, indent=2) if args.json else _table(results))
     return 0
-
-
-def _terminated(*_: object) -> None:
-    raise SystemExit(143)
 
 
 def _write(scenario: Scenario, layout: Layout) -> dict[str, Path]:
