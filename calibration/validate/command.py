@@ -335,10 +335,10 @@ def run(args: argparse.Namespace) -> dict:
     started = time.monotonic()
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     reporting = free_page_reporting()  # a VM's memory can skew it too
-    if reporting is not None:
-        print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
     with workspace(args.dir, "thaw-validate-") as layout:
+        if reporting is not None:  # said once the input has passed (a refusal is one line)
+            print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
         device = devices.kind(scenario.servers)
         profile = args.profile or _measure(layout.work, device, scenario)
         _, digest = read_profile(profile)
