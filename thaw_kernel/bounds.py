@@ -30,8 +30,8 @@ HOST_CORES_MIN = 0.01  # effective cores may be fractional; a hundredth of one i
 # A load's CPU per GB: a core copies and sums several GB/s, so a small VM's load takes
 # about a CPU-second a GB (docs/calibration.md); a thousand is a slip.
 CPU_S_PER_GB = 1000.0
-# A deletion's hold on the disk per GB: a discarding file system freed 2 GB in about a
-# quarter of a second on the project's VM (docs/calibration.md); a hundred is a slip.
+# A deletion's hold on the disk per GB: a discarding file system took 0.12-0.19 s a GB on
+# the project's VM (docs/calibration.md); a hundred is a slip.
 DELETE_S_PER_GB = 100.0
 # A start-up's slowdown beside other CPU work, below saturation: shared caches and SMT
 # siblings cost a few to tens of percent (docs/model.md); ten times slower is a slip.

@@ -3,9 +3,10 @@
 A cache of checkpoints on SSD deletes one at each eviction. On a file system that
 discards freed blocks as it frees them (ext4 mounted with `discard`), the deletion waits
 on the device, and a load reading the disk meanwhile waits with it: on the project's VM,
-deleting a cold 2 GB copy took about 0.26 s and almost no CPU, and a 1.5 GB load beside
-it 0.92 s against 0.69 s alone (docs/calibration.md). Each copy is synced first, so the
-time is the deletion's, not a write-back's.
+this probe timed 0.12-0.19 s per GB deleted (`python -m calibration.measure --quick`,
+three runs), and a 1.5 GB load beside the deletion of a 2 GB copy took 1.12 s against
+0.87 s alone (`python benchmarks/download_beside_load.py --rounds 5`; docs/model.md).
+Each copy is synced first, so the time is the deletion's, not a write-back's.
 """
 
 import os

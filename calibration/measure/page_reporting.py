@@ -6,8 +6,9 @@ the next process to touch that page waits while the host backs it again. A load 
 fresh memory (a replay's DRAM copy, a probe's buffer) then costs CPU-seconds that depend
 on what the machine freed in the seconds and minutes before, not on the load: on the
 project's VM, a 2 GB load right after a download that had run beside another load took
-2.8-3.1 s, nearly all of it system time, against 1.0-1.1 s with reporting switched off
-(`python benchmarks/download_beside_load.py`, docs/calibration.md). A GPU server's
+3.03 s (medians of five rounds) against 1.39 s after a download alone, and 1.04 s against
+1.03 s with reporting switched off (`python benchmarks/download_beside_load.py --rounds
+5`, docs/calibration.md). A GPU server's
 memory stays its own, so the validation's real side should not pay this; `validate`
 and `measure` say when it may.
 """

@@ -1,8 +1,8 @@
 """Deleting the replay's SSD copies off its loop, as a checkpoint cache's eviction runs
 beside the server's work.
 
-Deleting a gigabyte-sized file can wait on the disk for a quarter of a second (a file
-system that discards freed blocks as it frees them: `calibration.measure.delete_probe`).
+Deleting a gigabyte-sized file can wait on the disk for a tenth of a second or more (a
+file system that discards freed blocks as it frees them: `calibration.measure.delete_probe`).
 The replay's scheduler is one loop timing every request, so a deletion made there would
 hold back every arrival and message behind it, which no cluster's scheduler does and the
 simulator does not model; it would still take the disk from the loads beside it, which

@@ -6,14 +6,13 @@ machine's other work moves them), and nothing left on disk or in /dev/shm; a mis
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_support import run_benchmark, shm_entries
 
 from calibration.measure.page_reporting import free_page_reporting
 
-SHM = Path("/dev/shm")
 MINE = "download-beside-"  # what the benchmark makes there: its store and DRAM caches
 FIGURES = ["download_s", "load_after_download_s", "load_s", "deletion_s"]
 # Which figures each kind has: a download and the load after it, an SSD load, or both; a
@@ -27,14 +26,11 @@ PRESENT = {
 
 
 def _run(repo_root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(repo_root / "benchmarks" / "download_beside_load.py"), *args],
-        capture_output=True, text=True, cwd=repo_root,
-    )  # fmt: skip
+    return run_benchmark(repo_root, "download_beside_load.py", *args)
 
 
 def _mine() -> set[str]:
-    return {p.name for p in SHM.iterdir() if p.name.startswith(MINE)} if SHM.is_dir() else set()
+    return shm_entries(MINE)
 
 
 @pytest.mark.slow

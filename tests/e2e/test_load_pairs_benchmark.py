@@ -5,10 +5,10 @@ nothing left on disk or in /dev/shm; a missing --dir refused in one line."""
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_support import run_benchmark, shm_entries
 
 KINDS = [
     "engine alone small",
@@ -19,22 +19,17 @@ KINDS = [
     "reader pair",
 ]
 RATIOS = ["pair_rate_engine_over_reader", "alone_cpu_per_byte_engine_over_reader"]
-SHM = Path("/dev/shm")
 # What the benchmark makes there: its DRAM caches and its engines' staging. (Its readers'
 # scratch, `thaw-reader-*`, cannot be told from other processes' readers': not checked.)
 MINE = "load-pairs-"
 
 
 def _run(repo_root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(repo_root / "benchmarks" / "load_pairs.py"), *args],
-        capture_output=True, text=True, cwd=repo_root,
-    )  # fmt: skip
+    return run_benchmark(repo_root, "load_pairs.py", *args)
 
 
 def _mine() -> set[str]:
-    """The entries of /dev/shm of the kinds the benchmark makes (others' come and go)."""
-    return {p.name for p in SHM.iterdir() if p.name.startswith(MINE)} if SHM.is_dir() else set()
+    return shm_entries(MINE)
 
 
 @pytest.mark.slow
