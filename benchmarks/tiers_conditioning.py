@@ -2,13 +2,15 @@
 alone.
 
     python benchmarks/tiers_conditioning.py [--keep-alive 0,1] [--rate 0.75]
-        [--store 300MB/s,450MB/s] [--seeds 4] [--profile FILE ...] [--json]
+        [--store 300MB/s,450MB/s] [--checkpoints 2,1.5,1 3,2,1] [--seeds 4]
+        [--profile FILE ...] [--json]
 
 Each setting is the `tiers` scenario of `python -m calibration.validate --quick`
-(`calibration/validate/scenario.py`) with its keep-alive, request rate and remote
-store's rate replaced. For each setting and policy, over the traces of seeds 0 to
-`--seeds` - 1 and the measured profiles given (by default the one bundled for this VM), it
-prints the medians of:
+(`calibration/validate/scenario.py`) with its keep-alive, request rate, remote store's
+rate and checkpoint sizes (GB, in catalog order; the DRAM and SSD caches sized to them
+as the scenario sizes its own, `tiers_sized`) replaced. For each setting and policy, over
+the traces of seeds 0 to `--seeds` - 1 and the measured profiles given (by default the one
+bundled for this VM), it prints the medians of:
 
 - `moves pNN`: how far the simulator's own percentile moves when every speed of the
   profile is 5% faster or slower (`calibration.validate.conditioning`). A percentile
@@ -58,6 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-alive", type=_floats, default=[0.0, 1.0], help="seconds")
     parser.add_argument("--rate", type=_floats, default=[0.75], help="requests/s")
     parser.add_argument("--store", type=_rates, default=[300e6, 450e6, 600e6])
+    parser.add_argument(
+        "--checkpoints",
+        type=_sizes,
+        nargs="+",
+        default=[tiers.TIERS_QUICK.checkpoint_bytes],
+        help="GB each, in catalog order: one triple a setting",
+    )
     parser.add_argument("--seeds", type=int, default=4, help="training traces, seeds 0..N-1")
     parser.add_argument("--profile", type=Path, nargs="+", default=[PROFILE])
     parser.add_argument("--json", action="store_true", help="one JSON list, a row a cell")
@@ -74,15 +83,22 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"--seeds: expected at least 1, got {args.seeds}")
     measured = [_measured(profile) for profile in args.profile]  # all checked before any run
     cells = []
-    for keep_alive, rate, store in itertools.product(args.keep_alive, args.rate, args.store):
+    for sizes, keep_alive, rate, store in itertools.product(
+        args.checkpoints, args.keep_alive, args.rate, args.store
+    ):
         setting = dataclasses.replace(
-            tiers.TIERS_QUICK, keep_alive_s=keep_alive, rate=rate, remote_rate=store
+            tiers.TIERS_QUICK,
+            keep_alive_s=keep_alive,
+            rate=rate,
+            remote_rate=store,
+            **tiers.tiers_sized(sizes),
         )
         rows, span = _evaluate(setting, measured, range(args.seeds))
         for policy in POLICIES:
             figures = np.median(np.array(rows[policy]), axis=0)
             cells.append(
-                {"keep_alive_s": keep_alive, "rate": rate, "store_bytes_per_s": store}
+                {"checkpoint_bytes": list(sizes), "keep_alive_s": keep_alive, "rate": rate}
+                | {"store_bytes_per_s": store}
                 | {"policy": policy, "span_s": span}
                 | dict(zip(FIGURES, map(float, figures), strict=True))
             )
@@ -95,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _table(cells: list[dict]) -> str:
-    lines = [f"{'setting':<34} {'policy':<14} moves p50   p90   p99  loading remote  span"]
+    lines = [f"{'setting':<46} {'policy':<14} moves p50   p90   p99  loading remote  span"]
     for c in cells:
-        name = f"keep-alive {c['keep_alive_s']:g} s, {c['rate']:g}/s, "
+        name = ",".join(f"{b / tiers.GB:g}" for b in c["checkpoint_bytes"]) + " GB, "
+        name += f"keep-alive {c['keep_alive_s']:g} s, {c['rate']:g}/s, "
         name += f"{c['store_bytes_per_s'] / 1e6:.0f} MB/s"
         moves = " ".join(f"{100 * c[f'p{q}_move']:4.1f}%" for q in (50, 90, 99))
         shares = f"{c['load_share']:.2f}    {c['remote_share']:.2f}"
-        lines.append(f"{name:<34} {c['policy']:<14} {moves}  {shares}  {c['span_s']:4.0f} s")
+        lines.append(f"{name:<46} {c['policy']:<14} {moves}  {shares}  {c['span_s']:4.0f} s")
     return "\n".join(lines)
 
 
@@ -171,6 +188,18 @@ def _or_nan(share: float | None) -> float:
 
 def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",")]
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """Three checkpoint sizes in GB whose caches `tiers_sized` can build."""
+    try:
+        sizes = tuple(round(float(x) * tiers.GB) for x in text.split(","))
+        if len(sizes) != len(tiers.MODELS) or min(sizes) <= 0:
+            raise ValueError(f"expected {len(tiers.MODELS)} positive sizes")
+        tiers.tiers_sized(sizes)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    return sizes
 
 
 def _rates(text: str) -> list[float]:

@@ -126,16 +126,32 @@ FULL = Scenario(requests=90, rate=1.0)
 # of the cold TTFT of at least 0.6 (`benchmarks/tiers_conditioning.py`; docs/
 # calibration.md, "The tiers scenario"): a percentile that moves by a fifth for a 5%
 # error of its inputs cannot be validated.
+
+
+def tiers_sized(checkpoint_bytes: tuple[int, ...]) -> dict:
+    """The tiers caches for checkpoints of these sizes (catalog order, the least popular
+    the smallest): a DRAM cache that holds only the smallest, SSDs that hold the largest
+    beside the smallest but not beside the second; each with a tenth of the smallest
+    to spare."""
+    largest, second, smallest = sorted(checkpoint_bytes, reverse=True)
+    spare = smallest // 10
+    if second <= smallest + spare:
+        raise ValueError("the second checkpoint must exceed the smallest by over a tenth")
+    return dict(
+        checkpoint_bytes=checkpoint_bytes,
+        ssd_bytes=largest + smallest + spare,
+        dram_bytes=smallest + spare,
+    )
+
+
 TIERS = dict(
     name="tiers",
-    checkpoint_bytes=(2 * GB, 3 * GB // 2, GB),
     ssd_copies=1,
-    ssd_bytes=31 * GB // 10,
     remote_rate=450e6,
     probe_bytes=GB,
-    dram_bytes=11 * GB // 10,
     keep_alive_s=0.0,
     tokens="lognormal:16,0.5,8,0.5",
+    **tiers_sized((2 * GB, 3 * GB // 2, GB)),
 )
 TIERS_QUICK = Scenario(requests=100, rate=0.75, servers=2, **TIERS)
 TIERS_FULL = Scenario(requests=200, rate=0.9, servers=3, **TIERS)

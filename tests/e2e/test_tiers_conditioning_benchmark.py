@@ -31,6 +31,16 @@ def test_each_setting_and_policy_gets_its_conditioning(repo_root):
     assert fast["load_share"] < slow["load_share"]
 
 
+def test_checkpoint_sizes_are_an_axis_with_the_caches_sized_to_them(repo_root):
+    cells = _cells(repo_root, "--store", "450MB/s", "--checkpoints", "2,1.5,1", "3,2,1")
+    assert [c["checkpoint_bytes"] for c in cells] == [[2e9, 1.5e9, 1e9]] * 3 + [[3e9, 2e9, 1e9]] * 3
+    # Every load of the popular model carries half as much again: a larger loading share.
+    assert all(
+        big["load_share"] > small["load_share"]
+        for small, big in zip(cells[:3], cells[3:], strict=True)
+    )
+
+
 def test_a_profile_without_a_store_or_a_bad_figure_is_one_line_and_exit_2(repo_root, tmp_path):
     bundled = json.loads((repo_root / "calibration/profiles/dev-vm-tiers.json").read_text())
     del bundled["machine"]["settings"]["remote_rate_bytes_per_s"]
@@ -42,6 +52,8 @@ def test_a_profile_without_a_store_or_a_bad_figure_is_one_line_and_exit_2(repo_r
         (["--rate", "0"], "--rate"),
         (["--store", "fast"], "fast"),
         (["--store", "0MB/s"], "--store"),
+        (["--checkpoints", "2,1"], "expected 3 positive sizes"),
+        (["--checkpoints", "2,1.05,1"], "exceed the smallest"),
     ):
         done = subprocess.run(
             [sys.executable, str(repo_root / "benchmarks" / "tiers_conditioning.py"), *args],
