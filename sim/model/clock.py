@@ -35,7 +35,7 @@ class Timer:
         if not self.cancelled:
             clock = self._clock
             clock.fired += 1
-            clock.last_event_s = clock.env.now
+            clock.now = clock.last_event_s = clock.env.now
             self._fn(*self._args)
             if clock.after_event is not None:
                 clock.after_event(self._fn)
@@ -45,18 +45,18 @@ _FIRE = (Timer.__call__,)  # every timer's callbacks: SimPy calls each with the 
 
 
 class Clock:
-    """Simulated time, and callbacks at future times. `fired` counts live events."""
+    """Simulated time, and callbacks at future times. `fired` counts live events.
+
+    `now` is a plain attribute, set as each live event fires and when a run ends: the
+    model reads it several times an event, and only timers run while SimPy does."""
 
     def __init__(self) -> None:
         self.env = simpy.Environment()
+        self.now = 0.0
         self.fired = 0
         self.last_event_s = 0.0  # when the latest live event fired
         # Called with each event's function after it ran (the invariant checker's hook).
         self.after_event: Callable[[Callable[..., Any]], None] | None = None
-
-    @property
-    def now(self) -> float:
-        return self.env.now
 
     def call_in(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
         if delay < 0:
@@ -68,3 +68,4 @@ class Clock:
     def run(self, until: float | None = None) -> None:
         """Run every event, or those before simulated time `until`."""
         self.env.run(until)
+        self.now = self.env.now
