@@ -1,0 +1,48 @@
+"""The simulator's clock: timers as SimPy events, in SimPy's order, cancellable."""
+
+import pytest
+
+from sim.model.clock import Clock
+
+
+def test_timers_fire_in_time_order_and_ties_in_the_order_they_were_set():
+    clock = Clock()
+    fired = []
+    for name, delay in (("c", 2.0), ("a", 1.0), ("b", 1.0), ("d", 0.0)):
+        clock.call_in(delay, lambda n: fired.append((n, clock.now)), name)
+    clock.run()
+    assert fired == [("d", 0.0), ("a", 1.0), ("b", 1.0), ("c", 2.0)]
+    assert clock.fired == 4 and clock.last_event_s == 2.0
+
+
+def test_a_cancelled_timer_does_nothing_and_is_not_counted():
+    clock = Clock()
+    fired = []
+    clock.call_in(1.0, fired.append, "kept")
+    clock.call_in(0.5, fired.append, "cancelled").cancel()
+    clock.run()
+    assert fired == ["kept"] and clock.fired == 1 and clock.last_event_s == 1.0
+
+
+def test_a_timer_set_while_one_fires_counts_from_that_event():
+    clock = Clock()
+    fired = []
+    clock.call_in(1.0, lambda: clock.call_in(0.5, lambda: fired.append(clock.now)))
+    clock.run()
+    assert fired == [1.5]
+
+
+def test_a_run_cut_at_a_time_leaves_now_there_and_the_rest_pending():
+    clock = Clock()
+    fired = []
+    for delay in (1.0, 3.0):
+        clock.call_in(delay, fired.append, delay)
+    clock.run(until=2.0)
+    assert fired == [1.0] and clock.now == 2.0 and clock.last_event_s == 1.0
+    clock.run()
+    assert fired == [1.0, 3.0] and clock.now == 3.0
+
+
+def test_a_negative_delay_is_refused():
+    with pytest.raises(ValueError, match="negative delay"):
+        Clock().call_in(-0.1, print)
