@@ -98,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             figures = np.median(np.array(rows[policy]), axis=0)
             cells.append(
                 {"checkpoint_bytes": list(sizes), "keep_alive_s": keep_alive, "rate": rate}
-                | {"store_bytes_per_s": store}
-                | {"policy": policy, "span_s": span}
+                | {"store_bytes_per_s": store, "policy": policy, "span_s": span}
                 | dict(zip(FIGURES, map(float, figures), strict=True))
             )
     if args.json:

@@ -112,20 +112,6 @@ class Scenario:
 
 QUICK = Scenario(requests=30, rate=1.0)
 FULL = Scenario(requests=90, rate=1.0)
-# Load-dominated: 1-2 GB checkpoints, the most popular model's the largest, so that a
-# cold start is mostly its load whatever the trace's mix; a DRAM cache holding only the
-# least popular one; SSDs that hold the largest beside the smallest but not beside the
-# second (so the two popular models, placed on different servers, are fetched from the
-# remote store wherever else they start). 100 requests a policy in one replay (a tail
-# percentile over 100 requests, not 30) at 0.75 a second, so that a quick run (three
-# replays of about 135 s, and the profile) ends within 12 minutes: at 0.6 a second one
-# seed's trace lasted 197 s, and the run 13 minutes. The store's rate (450 MB/s per
-# server, about a third of the disk's) and no keep-alive are the setting, of keep-alives
-# of 0 and 1 s and stores of 300-600 MB/s at that rate, in which the simulator's own p50
-# and p99 move least when every measured speed moves 5%, with a simulated loading share
-# of the cold TTFT of at least 0.6 (`benchmarks/tiers_conditioning.py`; docs/
-# calibration.md, "The tiers scenario"): a percentile that moves by a fifth for a 5%
-# error of its inputs cannot be validated.
 
 
 def tiers_sized(checkpoint_bytes: tuple[int, ...]) -> dict:
@@ -144,6 +130,20 @@ def tiers_sized(checkpoint_bytes: tuple[int, ...]) -> dict:
     )
 
 
+# Load-dominated: 1-2 GB checkpoints, the most popular model's the largest, so that a
+# cold start is mostly its load whatever the trace's mix; a DRAM cache holding only the
+# least popular one; SSDs that hold the largest beside the smallest but not beside the
+# second (so the two popular models, placed on different servers, are fetched from the
+# remote store wherever else they start). 100 requests a policy in one replay (a tail
+# percentile over 100 requests, not 30) at 0.75 a second, so that a quick run (three
+# replays of about 135 s, and the profile) ends within 12 minutes: at 0.6 a second one
+# seed's trace lasted 197 s, and the run 13 minutes. The store's rate (450 MB/s per
+# server, about a third of the disk's) and no keep-alive are the setting, of keep-alives
+# of 0 and 1 s and stores of 300-600 MB/s at that rate, in which the simulator's own p50
+# and p99 move least when every measured speed moves 5%, with a simulated loading share
+# of the cold TTFT of at least 0.6 (`benchmarks/tiers_conditioning.py`; docs/
+# calibration.md, "The tiers scenario"): a percentile that moves by a fifth for a 5%
+# error of its inputs cannot be validated.
 TIERS = dict(
     name="tiers",
     ssd_copies=1,
