@@ -43,6 +43,7 @@ from calibration.validate.compare import (
     simulate,
 )
 from calibration.validate.conditioning import rank_errors, sensitivities
+from calibration.validate.footprint import Footprint
 from calibration.validate.loads import (
     load_share,
     load_share_sim,
@@ -336,7 +337,7 @@ def run(args: argparse.Namespace) -> dict:
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     reporting = free_page_reporting()  # a VM's memory can skew it too
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
-    with workspace(args.dir, "thaw-validate-") as layout:
+    with workspace(args.dir, "thaw-validate-") as layout, Footprint(layout.work) as footprint:
         if reporting is not None:  # said once the input has passed (a refusal is one line)
             print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
         device = devices.kind(scenario.servers)
@@ -373,6 +374,7 @@ def run(args: argparse.Namespace) -> dict:
         "wall_s": time.monotonic() - started,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
         "free_page_reporting_order": None if reporting is None else reporting.order,
+        "machine_footprint": footprint.report(),
         "device": devices.kind(scenario.servers),
         "inference_speeds": speeds,
         "policies": {
@@ -441,7 +443,18 @@ def _table(report: dict) -> str:
         real = report["p99_ratio_random_to_startup_aware_real"]
         sim = report["p99_ratio_random_to_startup_aware_sim"]
         lines += ["", f"p99 random / startup-aware: real {real:.2f}, sim {sim:.2f}"]
+    lines += ["", _footprint_line(report["machine_footprint"])]
     return "\n".join(lines)
+
+
+def _footprint_line(footprint: dict) -> str:
+    """The machine's memory in use and the scratch disk's used space, start and peak."""
+    memory = footprint["memory_in_use_start_bytes"], footprint["memory_in_use_peak_bytes"]
+    disk = footprint["disk_used_start_bytes"], footprint["disk_used_peak_bytes"]
+    said = "machine footprint (GB, start -> peak):"
+    if memory[0] is not None:
+        said += f" memory in use {memory[0] / 1e9:.1f} -> {memory[1] / 1e9:.1f},"
+    return said + f" disk used {disk[0] / 1e9:.1f} -> {disk[1] / 1e9:.1f}"
 
 
 def _conditioning_table(policies: dict[str, dict]) -> list[str]:
