@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.model.clock import Clock
+from sim.model.clock import PURGE_AT, Clock, Timer
 
 
 def test_timers_fire_in_time_order_and_ties_in_the_order_they_were_set():
@@ -46,3 +46,32 @@ def test_a_run_cut_at_a_time_leaves_now_there_and_the_rest_pending():
 def test_a_negative_delay_is_refused():
     with pytest.raises(ValueError, match="negative delay"):
         Clock().call_in(-0.1, print)
+
+
+def test_dead_timers_are_dropped_once_most_of_the_queue_and_the_rest_keep_their_order():
+    """Thousands of cancelled timers among live ones, ties included: the queue stays
+    short, and the live ones fire exactly as they would have with the dead ones kept."""
+    clock = Clock()
+    fired = []
+    live = []
+    for k in range(3000):
+        timer = clock.call_in(float(k % 7), fired.append, k)  # many ties per time
+        if k % 5:
+            timer.cancel()
+            timer.cancel()  # twice: counted once
+        else:
+            live.append(k)
+        assert len(clock.env._queue) <= max(PURGE_AT, 2 * len(live) + 1)
+    assert clock.pending() == len(live) == 600
+    clock.run()
+    assert fired == sorted(live, key=lambda k: (k % 7, k))  # by time, ties as set
+    assert clock.fired == 600 and clock.dead == 0 and not clock.env._queue
+
+
+def test_a_timer_cancelled_after_it_fired_or_never_set_changes_no_count():
+    clock = Clock()
+    done = clock.call_in(1.0, lambda: None)
+    clock.run()
+    done.cancel()
+    Timer(clock, lambda: None, ()).cancel()  # a sentinel never queued
+    assert clock.dead == 0 and clock.pending() == 0
