@@ -79,6 +79,42 @@ class Handover:
 
 
 class Instance:
+    # Slots: a cluster holds thousands of instances, read on every event.
+    __slots__ = (
+        "_clock",
+        "_decode_timer",
+        "_decode_to",
+        "_decoding",
+        "_events",
+        "_fenced",
+        "_kv_offset",
+        "_migrating",
+        "_prefill",
+        "_prefill_at_v",
+        "_prefill_timer",
+        "_reserved",
+        "_v",
+        "_v_at",
+        "admitted",
+        "allocated_at",
+        "chain",
+        "download_s",
+        "id",
+        "keep_alive",
+        "load_s",
+        "model",
+        "peer_source",
+        "pipelined",
+        "prewarm",
+        "prewarmed",
+        "ready_at",
+        "sending",
+        "server",
+        "state",
+        "tier",
+        "__weakref__",  # keep-alive policies hold idle instances weakly
+    )
+
     def __init__(
         self,
         instance_id: int,
