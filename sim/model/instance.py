@@ -81,6 +81,7 @@ class Handover:
 class Instance:
     # Slots: a cluster holds thousands of instances, read on every event.
     __slots__ = (
+        "__weakref__",  # keep-alive policies hold idle instances weakly
         "_clock",
         "_decode_timer",
         "_decode_to",
@@ -112,7 +113,6 @@ class Instance:
         "server",
         "state",
         "tier",
-        "__weakref__",  # keep-alive policies hold idle instances weakly
     )
 
     def __init__(
