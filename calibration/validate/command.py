@@ -304,6 +304,20 @@ def _write_out(out: Path, report: dict, files: dict[str, pd.DataFrame | bytes]) 
                 content.to_csv(path, index=False)
 
 
+class _Laps:
+    """Wall seconds per phase of a run, each from the end of the one before: where a
+    run's time goes (a quick run is held to 12 minutes)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[phase] = now - self._last
+        self._last = now
+
+
 def _repeats(args: argparse.Namespace) -> int:
     if args.repeats is None:
         return 3 if args.quick and args.scenario == "startup" else 1
@@ -341,10 +355,13 @@ def run(args: argparse.Namespace) -> dict:
         if reporting is not None:  # said once the input has passed (a refusal is one line)
             print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
         device = devices.kind(scenario.servers)
+        laps = _Laps()
         profile = args.profile or _measure(layout.work, device, scenario)
+        laps.mark("profile")
         _, digest = read_profile(profile)
         sizes = write_checkpoints(scenario, layout)
         write_cluster(scenario, layout, sizes)
+        laps.mark("checkpoints")
         files: dict[str, pd.DataFrame | bytes] = {
             "cluster.toml": layout.cluster.read_bytes(),
             "profile.json": profile.read_bytes(),
@@ -352,6 +369,7 @@ def run(args: argparse.Namespace) -> dict:
         config = read_config(layout.cluster, profile)
         speeds = compare_speeds(scenario, config, devices.server_device(0, scenario.servers))
         before = probe(scenario, layout)
+        laps.mark("speeds and first probe")
         with _store(scenario, layout) as store_url:
             for seed in range(args.seed, args.seed + repeats):
                 for replay in range(replays):
@@ -361,6 +379,7 @@ def run(args: argparse.Namespace) -> dict:
                     for policy, result in results.items():
                         runs[policy].append(result)
                     files |= kept
+        laps.mark("replays")
     report = {
         "scenario": {"quick": args.quick, "seed": args.seed, "repeats": repeats}
         | {"replays": replays}
@@ -372,6 +391,7 @@ def run(args: argparse.Namespace) -> dict:
         # is profile.json with its start-up timed again around that replay.
         "simulator_inputs": ["seed-N/trace.csv", "cluster.toml", "seed-N/POLICY-profile.json"],
         "wall_s": time.monotonic() - started,
+        "phases_s": laps.seconds,
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
         "free_page_reporting_order": None if reporting is None else reporting.order,
         "machine_footprint": footprint.report(),
@@ -444,6 +464,8 @@ def _table(report: dict) -> str:
         sim = report["p99_ratio_random_to_startup_aware_sim"]
         lines += ["", f"p99 random / startup-aware: real {real:.2f}, sim {sim:.2f}"]
     lines += ["", _footprint_line(report["machine_footprint"])]
+    phases = ", ".join(f"{phase} {s:.0f} s" for phase, s in report["phases_s"].items())
+    lines.append(f"wall time {report['wall_s']:.0f} s: {phases}")
     return "\n".join(lines)
 
 
