@@ -305,8 +305,7 @@ def _write_out(out: Path, report: dict, files: dict[str, pd.DataFrame | bytes]) 
 
 
 class _Laps:
-    """Wall seconds per phase of a run, each from the end of the one before: where a
-    run's time goes (a quick run is held to 12 minutes)."""
+    """Wall seconds per phase of a run, each from the end of the one before."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -471,12 +470,12 @@ def _table(report: dict) -> str:
 
 def _footprint_line(footprint: dict) -> str:
     """The machine's memory in use and the scratch disk's used space, start and peak."""
-    memory = footprint["memory_in_use_start_bytes"], footprint["memory_in_use_peak_bytes"]
-    disk = footprint["disk_used_start_bytes"], footprint["disk_used_peak_bytes"]
-    said = "machine footprint (GB, start -> peak):"
-    if memory[0] is not None:
-        said += f" memory in use {memory[0] / 1e9:.1f} -> {memory[1] / 1e9:.1f},"
-    return said + f" disk used {disk[0] / 1e9:.1f} -> {disk[1] / 1e9:.1f}"
+    said = []
+    for name, key in (("memory in use", "memory_in_use"), ("disk used", "disk_used")):
+        start, peak = footprint[f"{key}_start_bytes"], footprint[f"{key}_peak_bytes"]
+        if start is not None and peak is not None:
+            said.append(f"{name} {start / 1e9:.1f} -> {peak / 1e9:.1f}")
+    return "machine footprint (GB, start -> peak): " + (", ".join(said) or "unknown")
 
 
 def _conditioning_table(policies: dict[str, dict]) -> list[str]:

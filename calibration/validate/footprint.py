@@ -20,22 +20,29 @@ INTERVAL_S = 0.5
 
 
 def memory_in_use() -> int | None:
-    """Bytes of the machine's memory in use now; None where /proc/meminfo is missing."""
+    """Bytes of the machine's memory in use now; None where /proc/meminfo cannot say
+    (missing, or a kernel without MemAvailable)."""
     try:
-        text = MEMINFO.read_text()
+        fields = dict(line.split(":", 1) for line in MEMINFO.read_text().splitlines())
+        total, available = (
+            int(fields[key].split()[0]) * 1024 for key in ("MemTotal", "MemAvailable")
+        )
+    except (OSError, KeyError, ValueError):
+        return None
+    return total - available
+
+
+def disk_used(path: Path) -> int | None:
+    """Bytes used on the file system that holds `path`; None if it cannot be read."""
+    try:
+        st = os.statvfs(path)
     except OSError:
         return None
-    fields = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = int(value.split()[0]) * 1024  # kB
-    return fields["MemTotal"] - fields["MemAvailable"]
-
-
-def disk_used(path: Path) -> int:
-    """Bytes used on the file system that holds `path`."""
-    st = os.statvfs(path)
     return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def _higher(peak: int | None, reading: int | None) -> int | None:
+    return reading if peak is None else peak if reading is None else max(peak, reading)
 
 
 class Footprint:
@@ -51,10 +58,9 @@ class Footprint:
         self.disk_start = self.disk_peak = disk_used(disk)
 
     def sample(self) -> None:
-        memory, disk = memory_in_use(), disk_used(self._disk)
-        if memory is not None and self.memory_peak is not None:
-            self.memory_peak = max(self.memory_peak, memory)
-        self.disk_peak = max(self.disk_peak, disk)
+        """Read both now and keep the higher; a reading that fails is skipped."""
+        self.memory_peak = _higher(self.memory_peak, memory_in_use())
+        self.disk_peak = _higher(self.disk_peak, disk_used(self._disk))
         self.samples += 1
 
     def _run(self) -> None:
@@ -73,7 +79,8 @@ class Footprint:
         self.sample()
 
     def report(self) -> dict:
-        """The report's `machine_footprint`: bytes at the start and at the peak."""
+        """The report's `machine_footprint`: bytes at the start and at the peak (None where
+        the machine could not say)."""
         return {
             "memory_in_use_start_bytes": self.memory_start,
             "memory_in_use_peak_bytes": self.memory_peak,
@@ -81,4 +88,5 @@ class Footprint:
             "disk_used_peak_bytes": self.disk_peak,
             "disk": str(self._disk),
             "interval_s": self._interval_s,
+            "samples": self.samples,
         }

@@ -43,7 +43,7 @@ class Timer:
         if not self.cancelled:
             self.cancelled = True
             if self.callbacks is not None:  # queued: one more dead entry
-                self._clock.dead_queued()
+                self._clock._queued_timer_cancelled()
 
     def __call__(self, _event: object = None) -> None:
         clock = self._clock
@@ -84,18 +84,14 @@ class Clock:
         self.env.schedule(timer, NORMAL, delay)  # type: ignore[arg-type]
         return timer
 
-    def dead_queued(self) -> None:
-        """A queued timer was cancelled; drop the dead ones once they are most of the queue."""
+    def _queued_timer_cancelled(self) -> None:
+        """Count a dead entry; drop the dead ones once they are most of the queue."""
         self.dead += 1
         queue = self.env._queue  # SimPy's heap of (time, priority, order, event)
         if self.dead * 2 > len(queue) >= PURGE_AT:
             queue[:] = [entry for entry in queue if not _dead(entry[3])]
             heapify(queue)
             self.dead = 0
-
-    def pending(self) -> int:
-        """Live timers still queued."""
-        return sum(not _dead(entry[3]) for entry in self.env._queue)
 
     def run(self, until: float | None = None) -> None:
         """Run every event, or those before simulated time `until`."""

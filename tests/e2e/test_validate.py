@@ -494,7 +494,8 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
         assert math.isfinite(result["stages"][stage]["real_s"])
         assert any(line.split()[:2] == ["locality", stage] for line in done.stdout.splitlines())
     lines = done.stdout.splitlines()  # what of the machine it held, and where its time went
-    assert any(line.startswith("machine footprint (GB, start -> peak): memory") for line in lines)
+    footprint = "machine footprint (GB, start -> peak): memory in use"
+    assert any(line.startswith(footprint) for line in lines)
     assert any(line.startswith("wall time") and "replays" in line for line in lines)
     for run in result["runs"]:  # predicted from the start-up timed again around the replay
         kept = json.loads((out / f"seed-{run['seed']}" / "locality-profile.json").read_text())

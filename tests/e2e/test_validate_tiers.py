@@ -54,7 +54,7 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
     assert report["scenario"]["name"] == "tiers" and report["scenario"]["repeats"] == 1
     reporting = free_page_reporting()  # the machine's, recorded beside the figures
     assert report["free_page_reporting_order"] == (reporting and reporting.order)
-    phases = report["phases_s"]  # each phase's wall seconds, together the run's
+    phases = report["phases_s"]  # each phase's wall seconds (setup and analysis aside)
     assert list(phases) == ["profile", "checkpoints", "speeds and first probe", "replays"]
     assert min(phases.values()) >= 0 and sum(phases.values()) <= report["wall_s"]
     footprint = report["machine_footprint"]  # the store and the caches held memory

@@ -2,6 +2,7 @@
 
 import pytest
 
+from sim.model import clock as clock_module
 from sim.model.clock import PURGE_AT, Clock, Timer
 
 
@@ -48,6 +49,10 @@ def test_a_negative_delay_is_refused():
         Clock().call_in(-0.1, print)
 
 
+def _live(clock: Clock) -> int:
+    return sum(isinstance(e, Timer) and not e.cancelled for _, _, _, e in clock.env._queue)
+
+
 def test_dead_timers_are_dropped_once_most_of_the_queue_and_the_rest_keep_their_order():
     """Thousands of cancelled timers among live ones, ties included: the queue stays
     short, and the live ones fire exactly as they would have with the dead ones kept."""
@@ -62,10 +67,51 @@ def test_dead_timers_are_dropped_once_most_of_the_queue_and_the_rest_keep_their_
         else:
             live.append(k)
         assert len(clock.env._queue) <= max(PURGE_AT, 2 * len(live) + 1)
-    assert clock.pending() == len(live) == 600
+    assert _live(clock) == len(live) == 600
+    assert clock.dead == len(clock.env._queue) - 600
     clock.run()
     assert fired == sorted(live, key=lambda k: (k % 7, k))  # by time, ties as set
     assert clock.fired == 600 and clock.dead == 0 and not clock.env._queue
+
+
+def _keep_alive_run(purge_at: int, monkeypatch) -> tuple[list[tuple[float, int]], int]:
+    """Requests that each cancel the keep-alive the one before set, as they fire (the
+    pattern that fills the queue with dead timers): what fired, and when; the longest
+    the queue grew."""
+    monkeypatch.setattr(clock_module, "PURGE_AT", purge_at)
+    clock = Clock()
+    fired: list[tuple[float, int]] = []
+    kept: list[Timer] = []
+    longest = [0]
+
+    def request(k: int) -> None:
+        longest[0] = max(longest[0], len(clock.env._queue))
+        fired.append((clock.now, k))
+        if kept:
+            kept.pop().cancel()
+        kept.append(clock.call_in(60.0, fired.append, (clock.now, -k)))
+        if k < 4000:
+            clock.call_in(0.25 * (k % 3), request, k + 1)  # zero delays: ties with `now`
+
+    clock.call_in(0.0, request, 0)
+    clock.run()
+    assert clock.dead == 0
+    return fired, longest[0]
+
+
+def test_dropping_dead_timers_while_others_fire_changes_nothing(monkeypatch):
+    never, longest_kept = _keep_alive_run(10**9, monkeypatch)
+    purged, longest = _keep_alive_run(PURGE_AT, monkeypatch)
+    assert purged == never and len(never) == 4002  # each request, the last keep-alive
+    assert longest <= PURGE_AT < 200 < longest_kept  # ~240 dead keep-alives when kept
+
+
+def test_a_cut_run_leaves_its_until_behind_and_the_dead_counted():
+    clock = Clock()
+    clock.call_in(5.0, lambda: None).cancel()
+    clock.run(until=1.0)
+    assert clock.dead == 1 and _live(clock) == 0
+    assert clock.env.peek() == 1.0  # SimPy keeps its `until` event queued
 
 
 def test_a_timer_cancelled_after_it_fired_or_never_set_changes_no_count():
@@ -74,4 +120,4 @@ def test_a_timer_cancelled_after_it_fired_or_never_set_changes_no_count():
     clock.run()
     done.cancel()
     Timer(clock, lambda: None, ()).cancel()  # a sentinel never queued
-    assert clock.dead == 0 and clock.pending() == 0
+    assert clock.dead == 0 and not clock.env._queue
