@@ -1,6 +1,6 @@
 """ServerlessLLM against the mechanisms that came after it, side by side on one bursty
-trace: peer loading with multicast chains, execute-while-load, sleeping engines, and all
-three together (docs/mechanisms.md).
+trace: peer loading with multicast chains, execute-while-load, sleeping engines, the first
+two together (λScale's pair) and all three (docs/mechanisms.md).
 
     python benchmarks/mechanisms.py [--seeds 5] [--cluster configs/mechanisms.toml]
         [--policy startup-aware] [--trace FILE] [--window START:END] [--scale X]
@@ -72,6 +72,7 @@ SETTINGS: dict[str, tuple[Callable[[dict], None], ...]] = {
     "+ peer multicast": (_peer,),
     "+ execute-while-load": (_overlap,),
     "+ sleeping engines": (_sleep,),
+    "+ peer and execute-while-load": (_peer, _overlap),
     "all together": (_peer, _overlap, _sleep),
 }
 

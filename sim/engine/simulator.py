@@ -292,15 +292,13 @@ class Simulation:
 
         With `leaving` (instances migrating away to free its GPUs), the start waits until
         they have all left. Without `peer`, the load is from the tiers, never a peer's GPUs.
-        `pipelined`: a request starts it, whose prefill runs behind the load if the model's
-        engine executes while loading (`sim.model.overlap`) and the load is from a tier (a
-        chain's progress is not tracked).
+        `pipelined`: a request starts it, whose prefill runs behind the load, from a tier or
+        down a chain, if the model's engine executes while loading (`sim.model.overlap`).
         """
         spec = self.config.models[model]
         host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
         load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
-        tracked = isinstance(load, CheckpointLoad)
-        if pipelined and tracked and self.config.pipelined(model):
+        if pipelined and self.config.pipelined(model):
             load.progress = []
         instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
         if isinstance(load, PeerLoad):
@@ -314,7 +312,7 @@ class Simulation:
 
         def ready() -> None:
             instance.load_s, instance.download_s = load.durations()
-            instance.ready(load.progress if tracked else None)
+            instance.ready(load.progress, load.offset)
             if on_ready is not None:
                 on_ready()
 

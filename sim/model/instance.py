@@ -287,9 +287,10 @@ class Instance:
             else:
                 self._start_prefill()
 
-    def ready(self, progress: list[tuple[float, float]] | None = None) -> None:
+    def ready(self, progress: list[tuple[float, float]] | None = None, offset: float = 0.0) -> None:
         """The checkpoint is on the GPUs: start serving what has queued up. With the
-        load's `progress`, the first queued prefill (the starting request's) ran behind it."""
+        load's `progress` (and where in the weights it began, `offset`), the first queued
+        prefill (the starting request's) ran behind it."""
         self.state = WARM
         self.ready_at = self._clock.now
         self._v_at = self._clock.now
@@ -297,7 +298,7 @@ class Instance:
         if progress is not None and self._prefill:
             request, tokens, _ = self._prefill[0]
             prefill = self.model.prefill_s(tokens)
-            end = first_token_at(progress, prefill, self.model.layers)
+            end = first_token_at(progress, prefill, self.model.layers, offset)
             self.pipelined = (request, end - prefill)
             self._start_prefill(end - self._clock.now)
         self._continue()

@@ -94,8 +94,10 @@ class CheckpointLoad:
         self.model = model
         self.tier = fastest_tier(server, model.name)
         self.cap = gpus * server.group.pcie
-        # Its (time, fraction loaded) points, recorded when a prefill pipelines behind it.
+        # Its (time, fraction loaded) points, recorded when a prefill pipelines behind it;
+        # it reads the weights in order, from the first layer.
         self.progress: list[tuple[float, float]] | None = None
+        self.offset = 0.0
         # When it began, its download ended (if it had one) and it ended (the instance log).
         self.began_at = self.downloaded_at = self.ended_at = math.nan
         self._staged = False  # its downloaded copy was admitted to the SSD (and pinned)

@@ -16,15 +16,47 @@ Between two rate changes u + P·(1 - f(u)) is linear in u, so the maximum is at 
 point (the start, each re-timing, the end): a solo load gives max(end + P/L, s + P).
 Treating the weights as streaming in fluidly neglects the first layer's own load time
 (at most the load's duration / L).
+
+A load need not begin at the first layer. A receiver that joins a multicast chain
+(`sim.model.peer.chain`) mid-stream at offset o (the fraction of the weights, in forward
+order, streamed past the start when it joined) receives the weights from o to the end,
+then from the start to o. Position x then arrives when f reaches x - o (x >= o) or
+1 - o + x (x < o), and the same bound over every position gives
+
+    max( end + P/L + P·(1 - o),  max over u of u + P·(w - f(u)) + (P if f(u) > w else 0),
+         u_w + P )
+
+with w = 1 - o and u_w the time f reaches w, when the first layer arrives: the layers
+before o, the last to arrive, are computed only once they have, then every layer after
+them. At o = 0 this is the rule above.
 """
 
+from itertools import pairwise
 
-def first_token_at(progress: list[tuple[float, float]], prefill_s: float, layers: int) -> float:
+
+def first_token_at(
+    progress: list[tuple[float, float]], prefill_s: float, layers: int, offset: float = 0.0
+) -> float:
     """When a prefill of `prefill_s` seconds pipelined behind a load ends, given the load's
-    (time, fraction loaded) at its start, at each change of its rate, and at its end."""
+    (time, fraction loaded) at its start, at each change of its rate, and at its end;
+    `offset`: where in the weights the load began (0: at the first layer)."""
     end = progress[-1][0]
-    gated = max(u + prefill_s * (1.0 - f) for u, f in progress)
-    return max(end + prefill_s / layers, gated)
+    if offset == 0.0:
+        gated = max(u + prefill_s * (1.0 - f) for u, f in progress)
+        return max(end + prefill_s / layers, gated)
+    wrap = 1.0 - offset
+    gated = max(u + prefill_s * (wrap - f) + (prefill_s if f > wrap else 0.0) for u, f in progress)
+    first_layer_at = _reaches(progress, wrap)
+    last = end + prefill_s / layers + prefill_s * wrap
+    return max(last, gated, first_layer_at + prefill_s)
+
+
+def _reaches(progress: list[tuple[float, float]], fraction: float) -> float:
+    """When the piecewise-linear progress first reaches `fraction`."""
+    for (u0, f0), (u1, f1) in pairwise(progress):
+        if f1 >= fraction:
+            return u0 if f1 == f0 else u0 + (u1 - u0) * (fraction - f0) / (f1 - f0)
+    return progress[-1][0]
 
 
 def hidden_s(prefill_s: float, layers: int) -> float:

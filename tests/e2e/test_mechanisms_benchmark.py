@@ -29,12 +29,14 @@ def test_the_table_has_a_row_per_setting_and_each_mechanism_shows(repo_root, tmp
     rows = {row[0]: row[1:] for row in body}
     assert list(rows) == [
         "ServerlessLLM", "+ peer multicast", "+ execute-while-load",
-        "+ sleeping engines", "all together",
+        "+ sleeping engines", "+ peer and execute-while-load", "all together",
     ]  # fmt: skip
     peer, wakes = 6, 7
     assert float(rows["ServerlessLLM"][peer]) == 0 and float(rows["ServerlessLLM"][wakes]) == 0
     assert float(rows["+ peer multicast"][peer]) > 0
     assert float(rows["+ sleeping engines"][wakes]) > 0
+    pair = rows["+ peer and execute-while-load"]
+    assert float(pair[peer]) > 0 and float(pair[wakes]) == 0
     assert float(rows["all together"][peer]) > 0 and float(rows["all together"][wakes]) > 0
     # One seed gives no interval: each figure stands alone.
     assert all("(" not in cell for row in rows.values() for cell in row)

@@ -96,7 +96,7 @@ def test_layers_must_be_a_positive_integer(tmp_path):
 
 def test_the_audit_catches_a_rule_that_delays_the_first_token(tmp_path, monkeypatch):
     # A broken rule: the first token a second after loading then prefilling.
-    late = lambda progress, prefill_s, layers: progress[-1][0] + prefill_s + 1.0  # noqa: E731
+    late = lambda progress, prefill_s, layers, offset: progress[-1][0] + prefill_s + 1.0  # noqa: E731
     monkeypatch.setattr(sim.model.instance, "first_token_at", late)
     with pytest.raises(InvariantError, match="effective ready"):
         simulate(config(tmp_path), [(0.0, "a", 2048, 1)], check=True)

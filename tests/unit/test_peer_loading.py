@@ -14,6 +14,7 @@ from timeline import check_timeline
 
 from sim.config import read_config
 from sim.engine.simulator import Simulation
+from sim.model.overlap import first_token_at
 from thaw_kernel import seeds
 from thaw_kernel.errors import InputError
 
@@ -33,6 +34,7 @@ def peer_config(
     ssd_b="[]",
     network="1GiB/s",
     extra="",
+    model_keys="",
 ):
     text = TINY.format(
         count=count,
@@ -43,7 +45,7 @@ def peer_config(
         keep_alive=keep_alive,
         network=network,
         host_cores=32,
-        model_keys="",
+        model_keys=model_keys,
     )
     text = text.replace("host_cores = 32\n", f"host_cores = 32\n{links}\n")
     path = tmp_path / "peer.toml"
@@ -225,3 +227,88 @@ def test_a_peer_loaded_engine_woken_names_no_peer(tmp_path):
     assert list(woken["tier"]) == ["dram"]
     assert list(woken["source"]) == [-1] and list(woken["chain"]) == [-1]
     check_timeline(sim.table.frame(), log, config)
+
+
+# Execute-while-load down a chain: each model on an engine of a 2 s `init`, then the load,
+# with the starting request's prefill pipelined behind the load, 4 layers a model.
+EWL = """
+[engines.e]
+stages = [{name = "init", seconds = 2.0}, {name = "load"}]
+execute_while_load = true
+"""
+
+
+def pipelined_chain_run(tmp_path, second_at):
+    """`chain_run` with 2,048-token prompts (a 2 s prefill) on the pipelining engine."""
+    config = peer_config(
+        tmp_path,
+        count=3,
+        gpus=1,
+        links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"',
+        extra=EWL,
+        model_keys='engine = "e"\nlayers = 4',
+    )
+    rows = [(0.0, "a", 512, 53), (10.0, "a", 2048, 1), (second_at, "a", 2048, 1)]
+    return simulate(config, rows, check=True)
+
+
+def test_a_receiver_from_the_streams_start_pipelines_as_a_load_from_a_tier(tmp_path):
+    # Both join at 12 at s = 0 and hold 4 GiB at 14; their prefills (2 s, 4 layers) ran
+    # behind the bytes: max(14 + 0.5, 12 + 2) = 14.5, where loading then prefilling ends
+    # at 16.
+    sim = pipelined_chain_run(tmp_path, 10.0)
+    assert sim.loads_by_tier["peer"] == 2
+    assert list(sim.table.ttft_s[1:]) == [4.5, 4.5]
+
+
+def test_a_receiver_joining_mid_stream_gets_the_first_layers_last(tmp_path):
+    # The second receiver joins at 13, halfway through the stream (offset 0.5): layers 3
+    # and 4 arrive from 13 to 14, layers 1 and 2 from 14 to 15. Layer 1 is in at 14.5 and
+    # computed by 15, layer 2 by 15.5 (in at 15), layers 3 and 4 by 16.5: TTFT 5.5 from
+    # 11, where loading then prefilling gives 6 (15 + 2); the first receiver, from the
+    # start, 4.5.
+    sim = pipelined_chain_run(tmp_path, 11.0)
+    assert list(sim.table.ttft_s[1:]) == [4.5, 5.5]
+
+
+def test_the_rule_for_a_load_that_begins_mid_weights():
+    # Joined at offset 0.5, the rate changing at 1 and 2 s: the first layer arrives at 1.5
+    # (f = 0.5) and the prefill (4 s, 16 layers) runs free from there: 5.5, beyond the last
+    # layers' bound, 3 + 4 / 16 + 4 * 0.5 = 5.25.
+    progress = [(0.0, 0.0), (1.0, 0.25), (2.0, 0.75), (3.0, 1.0)]
+    assert first_token_at(progress, 4.0, 16, offset=0.5) == 5.5
+    # Two layers: the second arrives first, the first from 1.5 to 3; then 2 s each: 7.
+    assert first_token_at(progress, 4.0, 2, offset=0.5) == 7.0
+    # Joined at the last of 4 layers (in by 1), the others arriving by 2, 3 and 4: the
+    # third computes from 4, the fourth after it, 5.0 (in order: max(4 + 0.5, 0 + 2)).
+    assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4, offset=0.75) == 5.0
+    assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4) == 4.5
+
+
+def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
+    # a and b start on server 0, whose SSD holds both, and stay busy there. b's chain
+    # from server 0 streams alone from 13 at 2 GiB/s, a's joins at 14 and the two share
+    # server 0's NIC out at 1 GiB/s until b's ends at 16, then a's runs alone again,
+    # ending at 17: a's progress is
+    # (14, 0), (16, 0.5), (17, 1). Its prefill (3 s, 32 layers) is held to the slow half:
+    # 16 + 3 * 0.5 = 17.5 beats 17 + 3 / 32 and 14 + 3: TTFT 5.5. b slows down instead,
+    # so only its ends count: 16 + 3 / 32, TTFT 5.09375.
+    config = peer_config(
+        tmp_path,
+        count=3,
+        gpus=2,
+        ssd_a="[0]",
+        ssd_b="[0]",
+        links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"',
+        extra=EWL,
+        model_keys='engine = "e"\nlayers = 32',
+    )
+    rows = [
+        (0.0, "a", 512, 200),
+        (0.0, "b", 512, 200),
+        (11.0, "b", 3072, 1),
+        (12.0, "a", 3072, 1),
+    ]
+    sim = simulate(config, rows, check=True)
+    assert sim.loads_by_tier["peer"] == 2
+    assert list(sim.table.ttft_s[2:]) == [5.09375, 5.5]

@@ -13,6 +13,11 @@ segments, each ending at the next receiver's target, so a receiver costs one eve
 Every member (the source from the decision, a receiver from its join) is pinned until the
 chain ends: it keeps relaying, and serving once warm, but cannot be stopped, migrated or
 preempted. The chain ends once no receiver is in flight or decided but not yet joined.
+
+A receiver whose engine executes while loading (`sim.model.overlap`) needs its bytes'
+arrival over time: while one is in flight the chain logs s at each re-timing of its flow,
+from which the receiver's (time, fraction received) points follow, and where in the
+weights it joined the stream.
 """
 
 import heapq
@@ -50,6 +55,8 @@ class Chain:
         self._targets: list[tuple[float, int, Callable[[], None]]] = []  # (s to reach, order, cb)
         self._order = itertools.count()
         self._base = 0.0  # s when the segment in flight began
+        # (time, s) at each re-timing of the flow, kept while a receiver pipelines behind it.
+        self._log: list[tuple[float, float]] | None = None
         source.sending += 1
 
     @property
@@ -63,8 +70,10 @@ class Chain:
             return self._base
         return self._base + t.size - (t.remaining - t.rate * (self._clock.now - t.updated_at))
 
-    def join(self, receiver: Instance, on_done: Callable[[], None]) -> None:
-        """`receiver` joins at the tail; `on_done` once it holds the whole checkpoint."""
+    def join(self, receiver: Instance, on_done: Callable[[], None], logged: bool = False) -> float:
+        """`receiver` joins at the tail; `on_done` once it holds the whole checkpoint.
+        Returns s at its join; `logged`: the chain logs the stream until the chain ends,
+        for `received`."""
         links, cap = self._hop(self.tail.server, receiver.server, receiver.model.gpus)
         receiver.peer_source, receiver.chain = self.tail.id, self.id
         receiver.sending += 1
@@ -72,16 +81,35 @@ class Chain:
         self.planned -= 1
         self.links += links
         self.cap = min(self.cap, cap)
-        target = self.streamed() + self._weights
-        heapq.heappush(self._targets, (target, next(self._order), on_done))
+        joined_at = self.streamed()
+        if logged:
+            if self._log is None:
+                self._log = []
+            self._log.append((self._clock.now, joined_at))
+        heapq.heappush(self._targets, (joined_at + self._weights, next(self._order), on_done))
         if self.transfer is None:
             self._segment()
         else:  # the new target is the farthest: the segment in flight still ends first
             self._fabric.reroute(self.transfer, self.links, self.cap)
+        return joined_at
+
+    def received(self, joined_at: float, since: float) -> list[tuple[float, float]]:
+        """The (time, fraction received) points of a logged receiver that joined at s =
+        `joined_at` at time `since`, up to now, when it holds the whole checkpoint."""
+        assert self._log is not None, "received() is for a receiver that joined logged"
+        now = self._clock.now
+        points = [(t, (s - joined_at) / self._weights) for t, s in self._log if since <= t < now]
+        return [*points, (now, 1.0)]
+
+    def _retimed(self, _rate: float) -> None:
+        if self._log is not None:
+            self._log.append((self._clock.now, self.streamed()))
 
     def _segment(self) -> None:
         size = self._targets[0][0] - self._base
-        self.transfer = self._fabric.start(size, self.links, self.cap, self._segment_done)
+        self.transfer = self._fabric.start(
+            size, self.links, self.cap, self._segment_done, on_rate=self._retimed
+        )
 
     def _segment_done(self) -> None:
         self.transfer = None

@@ -54,16 +54,30 @@ class PeerLoad:
         self.receiver: Instance | None = None  # set by the simulator once the instance exists
         self._clock = clock
         self.began_at = self.ended_at = math.nan  # the instance log's
+        # Its (time, fraction received) points, recorded when a prefill pipelines behind it,
+        # and where in the weights it joined the stream (`sim.model.overlap`).
+        self.progress: list[tuple[float, float]] | None = None
+        self.offset = 0.0
+        self._joined_at = math.nan  # s when it joined the stream
+        self._on_done: Callable[[], None] = lambda: None
         chain.planned += 1
 
     def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
         self.began_at = self._clock.now + delay
+        self._on_done = on_done
+        self._clock.call_in(delay, self._join)
 
-        def done() -> None:
-            self.ended_at = self._clock.now
-            on_done()
+    def _join(self) -> None:
+        assert self.receiver is not None, "the simulator names the receiver before its start"
+        self._joined_at = self.chain.join(self.receiver, self._done, self.progress is not None)
+        weights = float(self.model.weights)
+        self.offset = self._joined_at % weights / weights
 
-        self._clock.call_in(delay, self.chain.join, self.receiver, done)
+    def _done(self) -> None:
+        self.ended_at = self._clock.now
+        if self.progress is not None:
+            self.progress = self.chain.received(self._joined_at, self.began_at)
+        self._on_done()
 
     def durations(self) -> tuple[float, float]:
         """Seconds from joining the chain to its end; it downloads nothing (NaN)."""
