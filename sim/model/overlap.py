@@ -23,12 +23,13 @@ order, streamed past the start when it joined) receives the weights from o to th
 then from the start to o. Position x then arrives when f reaches x - o (x >= o) or
 1 - o + x (x < o), and the same bound over every position gives
 
-    max( end + P/L + P·(1 - o),  max over u of u + P·(w - f(u)) + (P if f(u) > w else 0),
-         u_w + P )
+    max( end + min(P/L + P·(1 - o), P),
+         max over u of u + P·(w - f(u)) + (P if f(u) > w else 0),  u_w + P )
 
-with w = 1 - o and u_w the time f reaches w, when the first layer arrives: the layers
-before o, the last to arrive, are computed only once they have, then every layer after
-them. At o = 0 this is the rule above.
+with w = 1 - o and u_w the time f reaches w, when the first layer arrives: the layer just
+before o, the last to arrive, is computed only once it has, then every layer after it
+(where o falls within the first layer, that is all of them: the first token comes as
+without the pipeline). At o = 0 this is the rule above.
 """
 
 from itertools import pairwise
@@ -47,7 +48,9 @@ def first_token_at(
     wrap = 1.0 - offset
     gated = max(u + prefill_s * (wrap - f) + (prefill_s if f > wrap else 0.0) for u, f in progress)
     first_layer_at = _reaches(progress, wrap)
-    last = end + prefill_s / layers + prefill_s * wrap
+    # The layer before o computes once it is all in; one that o splits (the first: o < 1/L)
+    # leaves the whole prefill to after the load, as without the pipeline.
+    last = end + min(prefill_s / layers + prefill_s * wrap, prefill_s)
     return max(last, gated, first_layer_at + prefill_s)
 
 

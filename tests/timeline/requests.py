@@ -108,15 +108,16 @@ def _check_request(r: Request, config: ClusterConfig) -> None:
 
 def _check_pipelined(r: Request, config: ClusterConfig) -> bool:
     """Whether `r`, first served by a cold start of an engine that executes while
-    loading, had its prefill run behind the load: its first token then came once the
-    compute caught up with the load's last phase (at least that phase's start plus the
-    prefill, and its end plus the last layer's share) and no later than a whole prefill
-    after it, exactly the former when the load ran alone; and its start-up is the wait
-    for its first token less a prefill. Not pipelined (a pre-warm's first, even joined
-    while it loaded, whose first token may fall in that window too), the plain rule
-    holds instead."""
+    loading, had its prefill run behind the load (from a tier or down a chain): its first
+    token then came once the compute caught up with the load's last phase (at least that
+    phase's start plus the prefill, and its end plus the last layer's share) and no later
+    than a whole prefill after it, exactly the former when a load from a tier ran alone
+    (a chain's receiver that joined mid-stream gets its first layers last); and its
+    start-up is the wait for its first token less a prefill. Not pipelined (a pre-warm's
+    first, even joined while it loaded, whose first token may fall in that window too),
+    the plain rule holds instead."""
     period, row = r.period, r.period.row
-    if period.kind != "start" or row.prewarm or row.tier == "peer" or not config.pipelined(r.model):
+    if period.kind != "start" or row.prewarm or not config.pipelined(r.model):
         return False
     spec = config.models[r.model]
     p, end = spec.prefill_s(r.input_tokens), row.ready_s

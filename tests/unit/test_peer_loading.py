@@ -269,6 +269,7 @@ def test_a_receiver_joining_mid_stream_gets_the_first_layers_last(tmp_path):
     # start, 4.5.
     sim = pipelined_chain_run(tmp_path, 11.0)
     assert list(sim.table.ttft_s[1:]) == [4.5, 5.5]
+    check_timeline(sim.table.frame(), sim.cluster.log.frame(), sim.config)
 
 
 def test_the_rule_for_a_load_that_begins_mid_weights():
@@ -283,6 +284,9 @@ def test_the_rule_for_a_load_that_begins_mid_weights():
     # third computes from 4, the fourth after it, 5.0 (in order: max(4 + 0.5, 0 + 2)).
     assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4, offset=0.75) == 5.0
     assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4) == 4.5
+    # Joined within the first layer, which is whole only at the end: as without the
+    # pipeline, never later.
+    assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4, offset=0.125) == 6.0
 
 
 def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
@@ -312,3 +316,4 @@ def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
     sim = simulate(config, rows, check=True)
     assert sim.loads_by_tier["peer"] == 2
     assert list(sim.table.ttft_s[2:]) == [5.09375, 5.5]
+    check_timeline(sim.table.frame(), sim.cluster.log.frame(), config)
