@@ -175,10 +175,18 @@ class ClusterView(Protocol):
         start-ups' CPU stages in flight and planned (assuming no others begin)."""
         ...
 
-    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+    def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         """Seconds of the prefill of a `tokens`-token prompt that a new instance's load can
-        hide (execute-while-load, `sim.model.overlap`): all but its last layer; 0 if the model's
-        engine does not execute while loading."""
+        hide (execute-while-load, `sim.model.overlap`): all but its last layer; for a load
+        that begins at `offset` of the weights (`load_offset`), the layers from the one
+        after it on; 0 if the model's engine does not execute while loading."""
+        ...
+
+    def load_offset(self, server: int, model: str, delay: float) -> float:
+        """Where in the weights (a fraction, in forward order) a load of `model` on `server`
+        beginning `delay` seconds from now would begin: 0 unless it would join a multicast
+        chain mid-stream (`sim.model.peer.chain`), then the stream's position by then
+        (assuming no other join or re-timing)."""
         ...
 
     def running(self, server: int) -> list[Running]:

@@ -16,7 +16,10 @@ ready to prefill:
 With execute-while-load (`sim.model.overlap`) the prefill of the request that starts the
 instance runs behind the load, which then delays its first token only by what it outlasts
 of the prefill's hidden part (`ClusterView.hidden_prefill_s`): the estimate is the
-effective startup, the first token's time less the whole prefill.
+effective startup, the first token's time less the whole prefill. A load that would join
+a multicast chain mid-stream (`ClusterView.load_offset`) gets its first layers last: it
+hides only the layers it receives after them, and none of the wait for the first layer,
+the part 1 - o of a load of constant rate.
 
 The estimates assume nothing else happens meanwhile: no other load or CPU stage begins,
 each migrating instance keeps its decode batch, and (priced step by step) an earlier
@@ -32,16 +35,25 @@ from thaw_kernel.stages import CPU, FIXED, LOAD, Step
 
 
 def start_s(
-    view: ClusterView, server: int, model: str, delay: float = 0.0, hidden_s: float = 0.0
+    view: ClusterView, server: int, model: str, delay: float = 0.0, tokens: int | None = None
 ) -> float:
     """Seconds until an instance of `model` whose start begins in `delay` s is ready; with
-    `hidden_s` of its first prefill pipelined behind the load (the last step), the
-    effective startup."""
+    the `tokens` of the prompt whose prefill runs behind the load (the last step) if the
+    model's engine executes while loading, the effective startup."""
     steps = view.steps(model)
     t = delay
     for step in steps[:-1]:
         t += step_s(view, server, model, step, t)
-    return t + max(step_s(view, server, model, steps[-1], t) - hidden_s, 0.0)
+    last = step_s(view, server, model, steps[-1], t)
+    hidden = 0.0 if tokens is None else view.hidden_prefill_s(model, tokens)
+    if not hidden:
+        return t + last
+    offset = view.load_offset(server, model, t)
+    if offset == 0.0:
+        return t + max(last - hidden, 0.0)
+    # The first layer comes the part 1 - offset into the load: nothing hides that wait.
+    hidden = view.hidden_prefill_s(model, tokens, offset)
+    return t + max(last - hidden, last * (1.0 - offset))
 
 
 def step_s(view: ClusterView, server: int, model: str, step: Step, delay: float) -> float:
@@ -89,10 +101,10 @@ def migration_start_s(
     model: str,
     leaving: tuple[Running, ...],
     moves: tuple[Move, ...],
-    hidden_s: float = 0.0,
+    tokens: int | None = None,
 ) -> float:
     """Startup of `model` on `server` once the instances `leaving` have migrated away."""
     free_at = max(
         leaves_at_s(view, server, r, m.destination) for r, m in zip(leaving, moves, strict=True)
     )
-    return start_s(view, server, model, free_at, hidden_s)
+    return start_s(view, server, model, free_at, tokens)

@@ -45,8 +45,7 @@ class StartupAware(Policy):
     needs = Needs.GPUS
 
     def place(self, request: Request, view: ClusterView) -> Decision:
-        model = request.model
-        hidden = view.hidden_prefill_s(model, request.input_tokens)
+        model, tokens = request.model, request.input_tokens
         options: list[Start | Wake] = [
             Wake(s.server, s.instance, s.wake_s) for s in view.sleeping(model)
         ]
@@ -58,15 +57,15 @@ class StartupAware(Policy):
             ready = [s for s in tier_holders if view.can_start(s, model)]
             busy = [s for s in tier_holders if not view.can_start(s, model)]
             for s in ready[: self.HOLDER_PROBES]:
-                options.append(Start(s, start_s(view, s, model, hidden_s=hidden)))
+                options.append(Start(s, start_s(view, s, model, tokens=tokens)))
             for s in busy[: self.HOLDER_PROBES]:
-                options.extend(self._migration_option(view, s, model, hidden, ranks))
+                options.extend(self._migration_option(view, s, model, tokens, ranks))
         probed = 0
         for s in view.candidates(model):
             if probed == self.REMOTE_PROBES:
                 break
             if s not in holders:
-                options.append(Start(s, start_s(view, s, model, hidden_s=hidden)))
+                options.append(Start(s, start_s(view, s, model, tokens=tokens)))
                 probed += 1
         if not options:
             return Wait()
@@ -74,11 +73,11 @@ class StartupAware(Policy):
 
     @staticmethod
     def _migration_option(
-        view: ClusterView, server: int, model: str, hidden_s: float, ranks: dict[str, Ranked]
+        view: ClusterView, server: int, model: str, tokens: int, ranks: dict[str, Ranked]
     ) -> list[Start]:
         found = cheapest_moves(view, server, model, first_round_cost(view, server), ranks)
         if found is None:
             return []
         leaving, moves = found
-        estimate = migration_start_s(view, server, model, leaving, moves, hidden_s)
+        estimate = migration_start_s(view, server, model, leaving, moves, tokens)
         return [Start(server, estimate, moves)]

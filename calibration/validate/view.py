@@ -109,8 +109,11 @@ class Books:
     def gpus_needed(self, model: str) -> int:
         return 1
 
-    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+    def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         return 0.0  # the validated engine loads, then prefills
+
+    def load_offset(self, server: int, model: str, delay: float) -> float:
+        return 0.0  # loads from the tiers only, each from the first layer
 
     def candidate_count(self, model: str) -> int:
         return sum(len(bucket) for bucket in self._by_available[1:])

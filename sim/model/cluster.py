@@ -238,11 +238,16 @@ class Cluster:
         cpu = tuple(flow for flow in cpu_phases(s, spec, tier, phases) if flow)
         return max(links_s, s.cores.predict_chain_s(cpu, delay)) if cpu else links_s
 
-    def hidden_prefill_s(self, model: str, tokens: int) -> float:
+    def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         if not self._config.pipelined(model):
             return 0.0
         spec = self.models[model]
-        return hidden_s(spec.prefill_s(tokens), spec.layers)
+        return hidden_s(spec.prefill_s(tokens), spec.layers, offset)
+
+    def load_offset(self, server: int, model: str, delay: float) -> float:
+        if self.peer is None:
+            return 0.0
+        return self.peer.load_offset(self.servers[server], self.models[model], delay)
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         flows = [(work, STARTUP_CPU, 1.0) for work in cpu_seconds]

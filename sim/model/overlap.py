@@ -62,6 +62,10 @@ def _reaches(progress: list[tuple[float, float]], fraction: float) -> float:
     return progress[-1][0]
 
 
-def hidden_s(prefill_s: float, layers: int) -> float:
-    """The most of a prefill a load can hide: all but the last layer's compute."""
-    return prefill_s - prefill_s / layers
+def hidden_s(prefill_s: float, layers: int, offset: float = 0.0) -> float:
+    """The most of a prefill a load can hide: all but the last layer's compute; for a
+    load that begins at `offset` of the weights, the compute of the layers before it but
+    the one just before (none where `offset` falls within the first layer)."""
+    if offset == 0.0:
+        return prefill_s - prefill_s / layers
+    return max(prefill_s * offset - prefill_s / layers, 0.0)

@@ -40,8 +40,11 @@ class ReservedView:
     def gpus_needed(self, model: str) -> int:
         return self._cluster.gpus_needed(model)
 
-    def hidden_prefill_s(self, model: str, tokens: int) -> float:
-        return self._cluster.hidden_prefill_s(model, tokens)
+    def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
+        return self._cluster.hidden_prefill_s(model, tokens, offset)
+
+    def load_offset(self, server: int, model: str, delay: float) -> float:
+        return self._cluster.load_offset(server, model, delay)
 
     def available_gpus(self, server: int) -> int:
         available = self._cluster.available_gpus(server)

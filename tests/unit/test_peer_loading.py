@@ -317,3 +317,25 @@ def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
     assert sim.loads_by_tier["peer"] == 2
     assert list(sim.table.ttft_s[2:]) == [5.09375, 5.5]
     check_timeline(sim.table.frame(), sim.cluster.log.frame(), config)
+
+
+def test_startup_aware_prices_a_pipelined_mid_stream_join_exactly(tmp_path):
+    # A chain at 1 GiB/s (the store at 512 MiB/s): the receiver decided at 11 founds it,
+    # joins at 13 and holds the checkpoint at 17 (effective startup 2 + max(4 - 1.5, 0));
+    # the one decided at 14 joins at 16 at s = 3 GiB (offset 0.75) and ends at 20. Its
+    # first token: max(20 + 0.5 + 0.5, 17 + 2) = 21, an effective startup of 5, which the
+    # estimate gives from the stream's position and rate at the decision: 2 + max(4 -
+    # (2 * 0.75 - 0.5), 4 * 0.25).
+    config = peer_config(
+        tmp_path,
+        count=3,
+        gpus=1,
+        network="512MiB/s",
+        links='gpu_link = "8GiB/s"\ncompute_network = "1GiB/s"',
+        extra=EWL,
+        model_keys='engine = "e"\nlayers = 4',
+    )
+    rows = [(0.0, "a", 512, 200), (11.0, "a", 2048, 1), (14.0, "a", 2048, 1)]
+    sim = simulate(config, rows, "startup-aware", check=True)
+    t = sim.table
+    assert list(t.startup_s[1:]) == list(t.estimate_s[1:]) == [4.5, 5.0]

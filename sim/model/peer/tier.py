@@ -165,6 +165,20 @@ class PeerTier:
         rates = max_min_rates(flows, self.fabric.capacity)
         return model.weights / rates[self.fabric.active.index(chain.transfer)]
 
+    def load_offset(self, server: Server, model: ModelSpec, delay: float) -> float:
+        """Where in the weights the peer load of `model` onto `server` beginning in `delay`
+        seconds would join its chain's stream (0 for a new chain, or no peer load): the
+        stream's position then, at its present rate."""
+        plan = self._plan(server, model)
+        if plan is None or plan[1] is None:
+            return 0.0
+        chain = plan[1]
+        streamed = chain.streamed()
+        if chain.transfer is not None:
+            streamed += chain.transfer.rate * delay
+        weights = float(model.weights)
+        return streamed % weights / weights
+
     def _end(self, chain: Chain) -> None:
         del self.chains[chain.tail.model.name]
         for member in chain.members:
