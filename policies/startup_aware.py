@@ -9,8 +9,11 @@ bandwidth, start-up cost, migration rounds and the destinations' own loads). Per
 up to `HOLDER_PROBES` holders with room are priced, and as many busy holders for a
 migration (on a big cluster a popular checkpoint sits in hundreds of DRAM caches, and
 pricing them all made decisions grow with the cluster; finding those with room is a
-cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, in the
-cluster's candidate order (best fit first). It weighs wakes too: each sleeping engine of
+cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, least
+occupied first: the servers whose links are likeliest idle. (Probed best fit first, the
+fullest servers, whose links a burst of cold starts keeps busiest, were all it saw: on
+1,024 servers it sent a burst's remote loads to share a few links while idle ones
+abounded.) It weighs wakes too: each sleeping engine of
 the model the view offers (`ClusterView.sleeping`) is an option priced at its `wake_s`
 (a swap of idle instances, then the copy from DRAM or the reload from a tier). Ties go to
 a wake, then to the lower server id. The chosen estimate is recorded. With
@@ -61,7 +64,7 @@ class StartupAware(Policy):
             for s in busy[: self.HOLDER_PROBES]:
                 options.extend(self._migration_option(view, s, model, tokens, ranks))
         probed = 0
-        for s in view.candidates(model):
+        for s in view.by_occupancy(model):
             if probed == self.REMOTE_PROBES:
                 break
             if s not in holders:
