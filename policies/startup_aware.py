@@ -10,12 +10,12 @@ up to `HOLDER_PROBES` holders with room are priced, and as many busy holders for
 migration (on a big cluster a popular checkpoint sits in hundreds of DRAM caches, and
 pricing them all made decisions grow with the cluster; finding those with room is a
 cheap check each), and up to `REMOTE_PROBES` servers without the checkpoint, least
-occupied first: the servers whose links are likeliest idle. (Probed best fit first, the
-fullest servers, whose links a burst of cold starts keeps busiest, were all it saw: on
-1,024 servers it sent a burst's remote loads to share a few links while idle ones
-abounded.) It weighs wakes too: each sleeping engine of
-the model the view offers (`ClusterView.sleeping`) is an option priced at its `wake_s`
-(a swap of idle instances, then the copy from DRAM or the reload from a tier). Ties go to
+occupied first: the servers whose links are likeliest idle (probed fullest first, a burst
+of cold starts on a big cluster sees only the servers its own earlier loads are crossing,
+and sends its remote loads to share their links while idle ones abound). It weighs wakes
+too: each sleeping engine of the model the view offers (`ClusterView.sleeping`) is an
+option priced at its `wake_s` (a swap of idle instances, then the copy from DRAM or the
+reload from a tier). Ties go to
 a wake, then to the lower server id. The chosen estimate is recorded. With
 execute-while-load, a start's estimate is the effective startup (the load hides most of
 the request's prefill); a wake hides none (a woken engine prefills once ready), so its
