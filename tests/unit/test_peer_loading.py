@@ -238,16 +238,16 @@ execute_while_load = true
 """
 
 
+def pipelining_config(tmp_path, layers=4, compute_network="2GiB/s", **keys):
+    """`peer_config` of `count` servers with every model on the pipelining engine."""
+    links = f'gpu_link = "8GiB/s"\ncompute_network = "{compute_network}"'
+    model_keys = f'engine = "e"\nlayers = {layers}'
+    return peer_config(tmp_path, links=links, extra=EWL, model_keys=model_keys, **keys)
+
+
 def pipelined_chain_run(tmp_path, second_at):
     """`chain_run` with 2,048-token prompts (a 2 s prefill) on the pipelining engine."""
-    config = peer_config(
-        tmp_path,
-        count=3,
-        gpus=1,
-        links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"',
-        extra=EWL,
-        model_keys='engine = "e"\nlayers = 4',
-    )
+    config = pipelining_config(tmp_path, count=3, gpus=1)
     rows = [(0.0, "a", 512, 53), (10.0, "a", 2048, 1), (second_at, "a", 2048, 1)]
     return simulate(config, rows, check=True)
 
@@ -293,20 +293,11 @@ def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
     # a and b start on server 0, whose SSD holds both, and stay busy there. b's chain
     # from server 0 streams alone from 13 at 2 GiB/s, a's joins at 14 and the two share
     # server 0's NIC out at 1 GiB/s until b's ends at 16, then a's runs alone again,
-    # ending at 17: a's progress is
-    # (14, 0), (16, 0.5), (17, 1). Its prefill (3 s, 32 layers) is held to the slow half:
-    # 16 + 3 * 0.5 = 17.5 beats 17 + 3 / 32 and 14 + 3: TTFT 5.5. b slows down instead,
-    # so only its ends count: 16 + 3 / 32, TTFT 5.09375.
-    config = peer_config(
-        tmp_path,
-        count=3,
-        gpus=2,
-        ssd_a="[0]",
-        ssd_b="[0]",
-        links='gpu_link = "8GiB/s"\ncompute_network = "2GiB/s"',
-        extra=EWL,
-        model_keys='engine = "e"\nlayers = 32',
-    )
+    # ending at 17: a's progress is (14, 0), (16, 0.5), (17, 1). Its prefill (3 s, 32
+    # layers) is held to the slow half: 16 + 3 * 0.5 = 17.5 beats 17 + 3 / 32 and
+    # 14 + 3: TTFT 5.5. b slows down instead, so only its ends count: 16 + 3 / 32, TTFT
+    # 5.09375.
+    config = pipelining_config(tmp_path, layers=32, count=3, gpus=2, ssd_a="[0]", ssd_b="[0]")
     rows = [
         (0.0, "a", 512, 200),
         (0.0, "b", 512, 200),
@@ -326,14 +317,8 @@ def test_startup_aware_prices_a_pipelined_mid_stream_join_exactly(tmp_path):
     # first token: max(20 + 0.5 + 0.5, 17 + 2) = 21, an effective startup of 5, which the
     # estimate gives from the stream's position and rate at the decision: 2 + max(4 -
     # (2 * 0.75 - 0.5), 4 * 0.25).
-    config = peer_config(
-        tmp_path,
-        count=3,
-        gpus=1,
-        network="512MiB/s",
-        links='gpu_link = "8GiB/s"\ncompute_network = "1GiB/s"',
-        extra=EWL,
-        model_keys='engine = "e"\nlayers = 4',
+    config = pipelining_config(
+        tmp_path, compute_network="1GiB/s", count=3, gpus=1, network="512MiB/s"
     )
     rows = [(0.0, "a", 512, 200), (11.0, "a", 2048, 1), (14.0, "a", 2048, 1)]
     sim = simulate(config, rows, "startup-aware", check=True)
