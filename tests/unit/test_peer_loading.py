@@ -230,7 +230,7 @@ def test_a_peer_loaded_engine_woken_names_no_peer(tmp_path):
 
 
 # Execute-while-load down a chain: each model on an engine of a 2 s `init`, then the load,
-# with the starting request's prefill pipelined behind the load, 4 layers a model.
+# with the starting request's prefill pipelined behind the load.
 EWL = """
 [engines.e]
 stages = [{name = "init", seconds = 2.0}, {name = "load"}]
@@ -239,7 +239,8 @@ execute_while_load = true
 
 
 def pipelining_config(tmp_path, layers=4, compute_network="2GiB/s", **keys):
-    """`peer_config` of `count` servers with every model on the pipelining engine."""
+    """`peer_config` (`keys` as given) with every model on the pipelining engine, of
+    `layers` layers, and the peer links at `compute_network` between servers."""
     links = f'gpu_link = "8GiB/s"\ncompute_network = "{compute_network}"'
     model_keys = f'engine = "e"\nlayers = {layers}'
     return peer_config(tmp_path, links=links, extra=EWL, model_keys=model_keys, **keys)
