@@ -178,8 +178,9 @@ class ClusterView(Protocol):
     def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         """Seconds of the prefill of a `tokens`-token prompt that a new instance's load can
         hide (execute-while-load, `sim.model.overlap`): all but its last layer; for a load
-        that begins at `offset` of the weights (`load_offset`), the layers from the one
-        after it on; 0 if the model's engine does not execute while loading."""
+        that begins at `offset` of the weights (`load_offset`), the layers before the
+        offset but the one just before it; 0 if the model's engine does not execute while
+        loading."""
         ...
 
     def load_offset(self, server: int, model: str, delay: float) -> float:

@@ -26,10 +26,13 @@ then from the start to o. Position x then arrives when f reaches x - o (x >= o) 
     max( end + min(P/L + P·(1 - o), P),
          max over u of u + P·(w - f(u)) + (P if f(u) > w else 0),  u_w + P )
 
-with w = 1 - o and u_w the time f reaches w, when the first layer arrives: the layer just
-before o, the last to arrive, is computed only once it has, then every layer after it
-(where o falls within the first layer, that is all of them: the first token comes as
-without the pipeline). At o = 0 this is the rule above.
+for 0 < o < 1, with w = 1 - o and u_w the time f reaches w, when the first layer arrives:
+the layer just before o, the last to arrive, is computed only once it has, then every
+layer after it (where o falls within the first layer, that is all of them: the first token
+comes as without the pipeline). Where o falls inside a layer, the layer it splits is whole
+only at the end, so the exact first term is end + P·(L - ceil(o·L) + 1)/L; the smooth one
+is later by less than P/L, and at a layer's boundary the same. (At o = 0 the load is in
+order and the rule above applies; as o approaches 1 this one approaches it.)
 """
 
 from itertools import pairwise
@@ -65,7 +68,8 @@ def _reaches(progress: list[tuple[float, float]], fraction: float) -> float:
 def hidden_s(prefill_s: float, layers: int, offset: float = 0.0) -> float:
     """The most of a prefill a load can hide: all but the last layer's compute; for a
     load that begins at `offset` of the weights, the compute of the layers before it but
-    the one just before (none where `offset` falls within the first layer)."""
+    the one just before (none where `offset` falls within the first layer; smooth in the
+    offset, as `first_token_at` is)."""
     if offset == 0.0:
         return prefill_s - prefill_s / layers
     return max(prefill_s * offset - prefill_s / layers, 0.0)

@@ -85,8 +85,8 @@ def test_startup_aware_probes_the_idle_links_for_a_remote_start(tmp_path):
     # 12 servers of 2 GPUs: 9 requests for a at 0 start 9 remote loads (2 -> 6 s each,
     # alone on its server's 1 GiB/s link). b at 0.5 has more servers without its
     # checkpoint than REMOTE_PROBES: the least occupied come first, an idle link among
-    # them, so its load runs alone too: 2.5 -> 6.5 s, then 0.5 s of prefill. (Probed
-    # fullest first, it saw only servers whose links a's loads were crossing.)
+    # them, so its load runs alone too: 2.5 -> 6.5 s, then 0.5 s of prefill; the fullest
+    # servers are those whose links a's loads cross.
     config = tiny_config(tmp_path, count=12, gpus=2, max_batch=1)
     rows = [(0.0, "a", 512, 1)] * 9 + [(0.5, "b", 512, 1)]
     sim = simulate(config, rows, "startup-aware", check=True)

@@ -282,7 +282,7 @@ def test_the_rule_for_a_load_that_begins_mid_weights():
     # Two layers: the second arrives first, the first from 1.5 to 3; then 2 s each: 7.
     assert first_token_at(progress, 4.0, 2, offset=0.5) == 7.0
     # Joined at the last of 4 layers (in by 1), the others arriving by 2, 3 and 4: the
-    # third computes from 4, the fourth after it, 5.0 (in order: max(4 + 0.5, 0 + 2)).
+    # third computes from 4, the fourth after it, 5.0; in order, max(4 + 0.5, 0 + 2).
     assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4, offset=0.75) == 5.0
     assert first_token_at([(0.0, 0.0), (4.0, 1.0)], 2.0, 4) == 4.5
     # Joined within the first layer, which is whole only at the end: as without the
@@ -311,17 +311,20 @@ def test_a_chains_rate_change_paces_the_pipelined_prefill(tmp_path):
     check_timeline(sim.table.frame(), sim.cluster.log.frame(), config)
 
 
-def test_startup_aware_prices_a_pipelined_mid_stream_join_exactly(tmp_path):
+@pytest.mark.parametrize(("second_at", "startup"), [(14.0, 5.0), (15.5, 4.5)])
+def test_startup_aware_prices_a_pipelined_mid_stream_join_exactly(tmp_path, second_at, startup):
     # A chain at 1 GiB/s (the store at 512 MiB/s): the receiver decided at 11 founds it,
-    # joins at 13 and holds the checkpoint at 17 (effective startup 2 + max(4 - 1.5, 0));
-    # the one decided at 14 joins at 16 at s = 3 GiB (offset 0.75) and ends at 20. Its
-    # first token: max(20 + 0.5 + 0.5, 17 + 2) = 21, an effective startup of 5, which the
+    # joins at 13 and holds the checkpoint at 17 (effective startup 2 + max(4 - 1.5, 0)).
+    # One decided at 14 joins at 16 at s = 3 GiB (offset 0.75) and ends at 20. Its first
+    # token: max(20 + 0.5 + 0.5, 17 + 2) = 21, an effective startup of 5, which the
     # estimate gives from the stream's position and rate at the decision: 2 + max(4 -
-    # (2 * 0.75 - 0.5), 4 * 0.25).
+    # (2 * 0.75 - 0.5), 4 * 0.25). One decided at 15.5 would join at 17.5, but the stream
+    # stops at 17 (s = 4 GiB, the first receiver's end) and waits for it: offset 0, 4.5.
     config = pipelining_config(
         tmp_path, compute_network="1GiB/s", count=3, gpus=1, network="512MiB/s"
     )
-    rows = [(0.0, "a", 512, 200), (11.0, "a", 2048, 1), (14.0, "a", 2048, 1)]
+    rows = [(0.0, "a", 512, 200), (11.0, "a", 2048, 1), (second_at, "a", 2048, 1)]
     sim = simulate(config, rows, "startup-aware", check=True)
     t = sim.table
-    assert list(t.startup_s[1:]) == list(t.estimate_s[1:]) == [4.5, 5.0]
+    assert sim.loads_by_tier["peer"] == 2
+    assert list(t.startup_s[1:]) == list(t.estimate_s[1:]) == [4.5, startup]

@@ -15,9 +15,9 @@ chain ends: it keeps relaying, and serving once warm, but cannot be stopped, mig
 preempted. The chain ends once no receiver is in flight or decided but not yet joined.
 
 A receiver whose engine executes while loading (`sim.model.overlap`) needs its bytes'
-arrival over time: while one is in flight the chain logs s at each re-timing of its flow,
-from which the receiver's (time, fraction received) points follow, and where in the
-weights it joined the stream.
+arrival over time: while one is in flight the chain logs s at each re-timing of its flow
+(from the earliest such receiver's join on), from which the receiver's (time, fraction
+received) points follow, and where in the weights it joined the stream.
 """
 
 import heapq
@@ -55,8 +55,10 @@ class Chain:
         self._targets: list[tuple[float, int, Callable[[], None]]] = []  # (s to reach, order, cb)
         self._order = itertools.count()
         self._base = 0.0  # s when the segment in flight began
-        # (time, s) at each re-timing of the flow, kept while a receiver pipelines behind it.
+        # (time, s) at each re-timing of the flow, kept while a receiver pipelines behind
+        # it, from the earliest such receiver's join; their join times.
         self._log: list[tuple[float, float]] | None = None
+        self._logged: list[float] = []
         source.sending += 1
 
     @property
@@ -72,8 +74,7 @@ class Chain:
 
     def join(self, receiver: Instance, on_done: Callable[[], None], logged: bool = False) -> float:
         """`receiver` joins at the tail; `on_done` once it holds the whole checkpoint.
-        Returns s at its join; `logged`: the chain logs the stream until the chain ends,
-        for `received`."""
+        Returns s at its join; `logged`: the chain logs the stream until `received`."""
         links, cap = self._hop(self.tail.server, receiver.server, receiver.model.gpus)
         receiver.peer_source, receiver.chain = self.tail.id, self.id
         receiver.sending += 1
@@ -85,6 +86,7 @@ class Chain:
         if logged:
             if self._log is None:
                 self._log = []
+            self._logged.append(self._clock.now)
             self._log.append((self._clock.now, joined_at))
         heapq.heappush(self._targets, (joined_at + self._weights, next(self._order), on_done))
         if self.transfer is None:
@@ -95,11 +97,27 @@ class Chain:
 
     def received(self, joined_at: float, since: float) -> list[tuple[float, float]]:
         """The (time, fraction received) points of a logged receiver that joined at s =
-        `joined_at` at time `since`, up to now, when it holds the whole checkpoint."""
+        `joined_at` at time `since`, up to now, when it holds the whole checkpoint; the
+        log then keeps only what the receivers still in flight need."""
         assert self._log is not None, "received() is for a receiver that joined logged"
         now = self._clock.now
         points = [(t, (s - joined_at) / self._weights) for t, s in self._log if since <= t < now]
+        self._logged.remove(since)
+        if self._logged:
+            earliest = min(self._logged)
+            self._log = [(t, s) for t, s in self._log if t >= earliest]
+        else:
+            self._log = None
         return [*points, (now, 1.0)]
+
+    def position_in(self, delay: float) -> float:
+        """s `delay` seconds from now at the present rate (assuming no other join or
+        re-timing): the stream stops at its farthest target, where a decided receiver
+        that has not joined yet holds it."""
+        if self.transfer is None:
+            return self._base
+        farthest = max(target for target, _, _ in self._targets)
+        return min(self.streamed() + self.transfer.rate * delay, farthest)
 
     def _retimed(self, _rate: float) -> None:
         if self._log is not None:

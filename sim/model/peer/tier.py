@@ -168,16 +168,11 @@ class PeerTier:
     def load_offset(self, server: Server, model: ModelSpec, delay: float) -> float:
         """Where in the weights the peer load of `model` onto `server` beginning in `delay`
         seconds would join its chain's stream (0 for a new chain, or no peer load): the
-        stream's position then, at its present rate."""
-        plan = self._plan(server, model)
-        if plan is None or plan[1] is None:
+        stream's position then (`Chain.position_in`)."""
+        if model.name not in self.chains or self._plan(server, model) is None:
             return 0.0
-        chain = plan[1]
-        streamed = chain.streamed()
-        if chain.transfer is not None:
-            streamed += chain.transfer.rate * delay
         weights = float(model.weights)
-        return streamed % weights / weights
+        return self.chains[model.name].position_in(delay) % weights / weights
 
     def _end(self, chain: Chain) -> None:
         del self.chains[chain.tail.model.name]
