@@ -119,6 +119,11 @@ class Chain:
         farthest = max(target for target, _, _ in self._targets)
         return min(self.streamed() + self.transfer.rate * delay, farthest)
 
+    def offset(self, streamed: float) -> float:
+        """Where in the weights (a fraction, in forward order) the stream is once it has
+        streamed `streamed` bytes: the carousel wraps at the checkpoint's size."""
+        return streamed % self._weights / self._weights
+
     def _retimed(self, _rate: float) -> None:
         if self._log is not None:
             self._log.append((self._clock.now, self.streamed()))

@@ -70,8 +70,7 @@ class PeerLoad:
     def _join(self) -> None:
         assert self.receiver is not None, "the simulator names the receiver before its start"
         self._joined_at = self.chain.join(self.receiver, self._done, self.progress is not None)
-        weights = float(self.model.weights)
-        self.offset = self._joined_at % weights / weights
+        self.offset = self.chain.offset(self._joined_at)
 
     def _done(self) -> None:
         self.ended_at = self._clock.now
@@ -171,8 +170,8 @@ class PeerTier:
         stream's position then (`Chain.position_in`)."""
         if model.name not in self.chains or self._plan(server, model) is None:
             return 0.0
-        weights = float(model.weights)
-        return self.chains[model.name].position_in(delay) % weights / weights
+        chain = self.chains[model.name]
+        return chain.offset(chain.position_in(delay))
 
     def _end(self, chain: Chain) -> None:
         del self.chains[chain.tail.model.name]
