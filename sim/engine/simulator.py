@@ -137,7 +137,7 @@ class Simulation:
         finally:
             if paused:
                 gc.enable()
-        if self.clock.env.peek() == float("inf"):  # nothing left to do: none is needed
+        if until is None:  # nothing left to do: none is needed
             self._stop_kept_until_needed()
         self.wall_s = time.perf_counter() - started
         if until is not None and self._unfinished():

@@ -106,12 +106,23 @@ def test_dropping_dead_timers_while_others_fire_changes_nothing(monkeypatch):
     assert longest <= PURGE_AT < 200 < longest_kept  # ~240 dead keep-alives when kept
 
 
-def test_a_cut_run_leaves_its_until_behind_and_the_dead_counted():
+def test_a_cut_run_leaves_the_dead_counted_and_an_event_due_at_its_end_queued():
     clock = Clock()
+    fired = []
     clock.call_in(5.0, lambda: None).cancel()
+    clock.call_in(1.0, fired.append, "at the cut")  # SimPy's run(until) leaves it too
     clock.run(until=1.0)
-    assert clock.dead == 1 and _live(clock) == 0
-    assert clock.env.peek() == 1.0  # SimPy keeps its `until` event queued
+    assert clock.dead == 1 and _live(clock) == 1 and not fired and clock.now == 1.0
+    clock.run()
+    assert fired == ["at the cut"] and clock.dead == 0 and clock.last_event_s == 1.0
+
+
+def test_a_cut_at_or_before_now_is_refused():
+    clock = Clock()
+    clock.call_in(2.0, lambda: None)
+    clock.run(until=1.0)
+    with pytest.raises(ValueError, match="must be greater"):
+        clock.run(until=1.0)
 
 
 def test_a_timer_cancelled_after_it_fired_or_never_set_changes_no_count():
