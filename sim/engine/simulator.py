@@ -128,7 +128,7 @@ class Simulation:
         so its cost grew with the cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
-            self.clock.call_in(self.table.arrival[0], self._arrive, 0)
+            self.clock.call_next(self.table.arrival[0], self._arrive, 0)
         self._start_floors()
         paused = gc.isenabled()
         gc.disable()
@@ -189,7 +189,7 @@ class Simulation:
         if nxt < self.table.n:
             # Never negative: `now` may exceed an equal arrival time by a rounding error.
             delay = max(0.0, self.table.arrival[nxt] - self.clock.now)
-            self.clock.call_in(delay, self._arrive, nxt)
+            self.clock.call_next(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)
         self.queue.arrive(i, self._model_names[self.table.model[i]])

@@ -61,6 +61,8 @@ class Clock:
         self.last_event_s = 0.0  # when the latest live event fired
         # Called with each event's function after it ran (the invariant checker's hook).
         self.after_event: Callable[[Callable[..., Any]], None] | None = None
+        # The one call `call_next` holds off the queue: (time, order, function, argument).
+        self._next: tuple[float, int, Callable[[Any], None], Any] | None = None
 
     def call_in(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
         if delay < 0:
@@ -69,6 +71,16 @@ class Clock:
         timer.queued = True
         self.env.schedule(timer, NORMAL, delay)  # type: ignore[arg-type]
         return timer
+
+    def call_next(self, delay: float, fn: Callable[[Any], None], arg: Any) -> None:
+        """Call `fn(arg)` after `delay`, as `call_in` would (the same place in the event
+        order), for a stream of calls of which one at a time is pending: the trace's
+        arrivals, each setting the next. It is held beside the queue, not on it, so it
+        costs neither a timer nor a push and a pop of the heap; it cannot be cancelled."""
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        env = self.env
+        self._next = (env._now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
 
     def _queued_timer_cancelled(self) -> None:
         """Count a dead entry; drop the dead ones once they are most of the queue."""
@@ -91,7 +103,21 @@ class Clock:
             raise ValueError(f"until ({until}) must be greater than the current time")
         stop = float("inf") if until is None else until
         queue = env._queue
-        while queue and queue[0][0] < stop:
+        while True:
+            pending = self._next
+            if pending is not None and _first(pending, queue):
+                at = pending[0]
+                if at >= stop:
+                    break
+                self._next = None
+                env._now = self.now = self.last_event_s = at
+                self.fired += 1
+                pending[2](pending[3])
+                if self.after_event is not None:
+                    self.after_event(pending[2])
+                continue
+            if not queue or queue[0][0] >= stop:
+                break
             at, _, _, event = heappop(queue)
             env._now = at
             event.queued = False  # a later cancel counts no dead entry
@@ -106,6 +132,15 @@ class Clock:
         if until is not None:
             env._now = until
         self.now = env.now
+
+
+def _first(pending: tuple, queue: list) -> bool:
+    """Whether the held call comes before the queue's head: by time, then by the order
+    they were set in (every timer has the same priority)."""
+    if not queue:
+        return True
+    head = queue[0]
+    return pending[0] < head[0] or (pending[0] == head[0] and pending[1] < head[2])
 
 
 def _dead(event: object) -> bool:
