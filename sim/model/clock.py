@@ -18,7 +18,7 @@ all distinct, so the live timers fire in the same order as before.
 """
 
 from collections.abc import Callable
-from heapq import heapify, heappop
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 import simpy
@@ -69,7 +69,8 @@ class Clock:
             raise ValueError(f"negative delay {delay}")
         timer = Timer(self, fn, args)
         timer.queued = True
-        self.env.schedule(timer, NORMAL, delay)  # type: ignore[arg-type]
+        env = self.env  # keyed as its `schedule` keys a `Timeout`, without the call
+        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))
         return timer
 
     def call_next(self, delay: float, fn: Callable[[Any], None], arg: Any) -> None:

@@ -22,9 +22,6 @@ class RoomIndex:
         self._instances: dict[int, Instance] = {}
         self._bucket_of: dict[int, int] = {}
 
-    def _bucket(self, key: int) -> list[int]:
-        return self._starting if key == _STARTING else self._warm[key]
-
     def update(self, instance: Instance) -> bool:
         """File `instance` where its current load and state put it; True if the model had
         no instance with room before and has one now (its waiters may join it)."""
@@ -33,13 +30,13 @@ class RoomIndex:
         if key == old:
             return False
         if old is not None:
-            bucket = self._bucket(old)
+            bucket = self._starting if old == _STARTING else self._warm[old]
             del bucket[bisect_left(bucket, instance.id)]
         if key is None:
             del self._bucket_of[instance.id]
             del self._instances[instance.id]
             return False
-        insort(self._bucket(key), instance.id)
+        insort(self._starting if key == _STARTING else self._warm[key], instance.id)
         self._bucket_of[instance.id] = key
         self._instances[instance.id] = instance
         return old is None and len(self._bucket_of) == 1
