@@ -50,6 +50,7 @@ from calibration.validate.loads import (
     loads_by_tier_real,
     loads_by_tier_sim,
 )
+from calibration.validate.out_dir import replay_folder
 from calibration.validate.paired import paired_stages
 from calibration.validate.reprobe import Probe, probe, reprobed
 from calibration.validate.scale import compare_speeds
@@ -248,7 +249,7 @@ def _repeat(
 ) -> tuple[dict[str, dict], dict[str, pd.DataFrame | bytes], Probe]:
     """Every policy on the trace of `seed`, in its `replay`-th real replay: the results by
     policy, the files to keep (the trace under `seed-N/`, each policy's files under
-    `_folder(seed, replay)`) and the last start-up probe. Each replay's probe before is
+    `replay_folder(seed, replay)`) and the last start-up probe. Each replay's probe before is
     the one after the replay before it."""
     write_trace(scenario, layout, seed)
     results: dict[str, dict] = {}
@@ -258,15 +259,11 @@ def _repeat(
             scenario, layout, sizes, profile, policy, seed, before, store_url
         )
         results[policy] = result | {"replay": replay}
-        files |= {f"{_folder(seed, replay)}/{name}": content for name, content in kept.items()}
+        files |= {
+            f"{replay_folder(seed, replay)}/{name}": content for name, content in kept.items()
+        }
         before = after
     return results, files, before
-
-
-def _folder(seed: int, replay: int) -> str:
-    """Where a replay's files go: `seed-N` for the first replay of a trace, `seed-N/replay-K`
-    for the K-th after it."""
-    return f"seed-{seed}" if replay == 0 else f"seed-{seed}/replay-{replay}"
 
 
 def _pooled(
@@ -274,7 +271,7 @@ def _pooled(
 ) -> dict[str, float]:
     """`policy`'s percentiles over the requests of every run (each seed, each replay),
     from its tables."""
-    folders = [_folder(run["seed"], run["replay"]) for run in runs]
+    folders = [replay_folder(run["seed"], run["replay"]) for run in runs]
     real, simulated = (
         [files[f"{folder}/{policy}-{side}.csv"]["ttft_s"].to_numpy() for folder in folders]
         for side in ("real", "sim")
