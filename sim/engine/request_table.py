@@ -19,6 +19,7 @@ from sim.schema import STATUSES
 from thaw_kernel.tiers import START_TIERS
 
 _PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
+_TIER_CODE = {tier: code for code, tier in enumerate(START_TIERS)}  # a tier's column value
 
 
 class RequestTable:
@@ -61,7 +62,7 @@ class RequestTable:
         self.placed_at[i] = now
         self.server[i] = server
         self.instance[i] = instance
-        self.tier[i] = START_TIERS.index(tier)
+        self.tier[i] = _TIER_CODE[tier]
         self.estimate_s[i] = estimate_s
 
     def first_token(self, i: int, now: float, ready_at: float) -> None:

@@ -192,7 +192,7 @@ class Simulation:
             self.clock.call_next(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)
-        self.queue.arrive(i, self._model_names[self.table.model[i]])
+        self.queue.arrive(i, self._model_names[self.table.model.item(i)])
 
     def _route(self, i: int, model: str) -> bool:
         """Join an instance with room or start one; False if the request must wait."""
@@ -274,7 +274,7 @@ class Simulation:
             instance.prewarmed = False
             self.prewarm_hits += 1
         self.table.placed(i, self.clock.now, instance.server, instance.id, tier, estimate_s)
-        instance.admit(i, int(self.table.input_tokens[i]), int(self.table.output_tokens[i]))
+        instance.admit(i, self.table.input_tokens.item(i), self.table.output_tokens.item(i))
 
     # --- cold starts ---
 
