@@ -132,3 +132,40 @@ def test_a_timer_cancelled_after_it_fired_or_never_set_changes_no_count():
     done.cancel()
     Timer(clock, lambda: None, ()).cancel()  # a sentinel never queued
     assert clock.dead == 0 and not clock.env._queue
+
+
+def test_a_held_call_fires_in_the_order_a_timer_set_at_its_place_would():
+    """`call_next` keys its call as `call_in` would: by time, then ties in setting order,
+    before timers set after it and after those set before."""
+    clock = Clock()
+    fired = []
+
+    def arrive(k: int) -> None:
+        fired.append(("arrival", k, clock.now))
+        if k < 2:
+            clock.call_next(1.0, arrive, k + 1)  # ties with the timer set just below
+        clock.call_in(1.0, fired.append, ("timer", k, clock.now + 1.0))
+
+    clock.call_in(1.0, fired.append, ("timer", -1, 1.0))  # set before the first arrival
+    clock.call_next(1.0, arrive, 0)
+    clock.run()
+    assert fired == [
+        ("timer", -1, 1.0),
+        ("arrival", 0, 1.0),
+        ("arrival", 1, 2.0),  # set before arrival 0's timer, at the same time
+        ("timer", 0, 2.0),
+        ("arrival", 2, 3.0),
+        ("timer", 1, 3.0),
+        ("timer", 2, 4.0),
+    ]
+    assert clock.fired == 7
+
+
+def test_a_held_call_past_a_cut_waits_for_the_next_run():
+    clock = Clock()
+    fired = []
+    clock.call_next(3.0, fired.append, "held")
+    clock.run(until=2.0)
+    assert not fired and clock.now == 2.0
+    clock.run()
+    assert fired == ["held"] and clock.now == 3.0
