@@ -305,7 +305,7 @@ def _parser() -> Parser:
         "--runs",
         type=_positive,
         help="rounds of each storage figure and copy, and start-ups timed (default 5; "
-        "--quick: 6 rounds, 2 start-ups)",
+        "--quick: 6 rounds, 3 start-ups)",
     )
     parser.add_argument("--quick", action="store_true", help="a fast pass for tests (< 1 min)")
     parser.add_argument(
