@@ -46,6 +46,11 @@ def replays(out: Path) -> dict[str, list[Path]]:
 def pool(outs: list[Path]) -> dict:
     """Per policy (those of every validation), its replays and requests counted and the
     percentiles over them all; and the p99 ratios, where random and startup-aware ran."""
+    seen: set[Path] = set()
+    for out in outs:
+        if out.resolve() in seen:
+            raise InputError(f"{out}: given twice (its requests would count twice)")
+        seen.add(out.resolve())
     by_out = [replays(out) for out in outs]
     common = [policy for policy in by_out[0] if all(policy in found for found in by_out)]
     if not common:
@@ -62,6 +67,7 @@ def pool(outs: list[Path]) -> dict:
 
 
 def _ttfts(folder: Path, policy: str, side: str) -> np.ndarray:
+    """One replay's TTFTs of `policy`, real or simulated (`side`)."""
     path = folder / f"{policy}-{side}.csv"
     try:
         return pd.read_csv(path, usecols=["ttft_s"])["ttft_s"].to_numpy()
@@ -72,6 +78,7 @@ def _ttfts(folder: Path, policy: str, side: str) -> np.ndarray:
 
 
 def table(result: dict) -> str:
+    """`pool`'s result as the text the command prints."""
     lines = [
         f"pooled over {len(result['validations'])} validations; error: simulated / real - 1",
         f"{'policy':<14} {'replays':>7} {'requests':>8}  "

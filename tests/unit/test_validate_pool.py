@@ -99,3 +99,8 @@ def test_validations_with_no_policy_in_common_are_refused(tmp_path, capsys):
     one = _validation(tmp_path / "a", {(1, 0): {"random": ([1.0], [1.0])}})
     other = _validation(tmp_path / "b", {(2, 0): {"locality": ([1.0], [1.0])}})
     refused(capsys, main, [str(one), str(other)], "no policy", keeps=tmp_path)
+
+
+def test_a_validation_given_twice_is_refused(tmp_path, capsys):
+    out = _validation(tmp_path / "a", {(1, 0): {p: ([1.0], [2.0]) for p in POLICIES}})
+    refused(capsys, main, [str(out), str(tmp_path / "." / "a")], "given twice", keeps=tmp_path)
