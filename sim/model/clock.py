@@ -80,6 +80,8 @@ class Clock:
         costs neither a timer nor a push and a pop of the heap; it cannot be cancelled."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
+        if self._next is not None:
+            raise RuntimeError("call_next: a held call is still pending")
         env = self.env
         self._next = (env._now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
 
@@ -93,14 +95,16 @@ class Clock:
             self.dead = 0
 
     def run(self, until: float | None = None) -> None:
-        """Run every event, or those before simulated time `until` (one due at `until`
-        stays queued, as SimPy's own `run(until)` leaves it) and end with `now` there.
+        """Run every event, and end with `now` at the last that was not cancelled; or
+        those before simulated time `until` (one due at `until` stays queued, as SimPy's
+        own `run(until)` leaves it), and end with `now` there.
 
         The loop is SimPy's `Environment.step` written out for timers, the only events
         the model queues: the same heap, popped in the same order, each timer's function
         called in place, which spares two Python calls an event."""
         env = self.env
-        if until is not None and until <= env.now:
+        started = env._now
+        if until is not None and until <= started:
             raise ValueError(f"until ({until}) must be greater than the current time")
         stop = float("inf") if until is None else until
         queue = env._queue
@@ -108,7 +112,7 @@ class Clock:
             pending = self._next
             if pending is not None and _first(pending, queue):
                 at = pending[0]
-                if at >= stop:
+                if at >= stop and until is not None:  # a cut; uncut, even at inf it fires
                     break
                 self._next = None
                 env._now = self.now = self.last_event_s = at
@@ -117,7 +121,7 @@ class Clock:
                 if self.after_event is not None:
                     self.after_event(pending[2])
                 continue
-            if not queue or queue[0][0] >= stop:
+            if not queue or (queue[0][0] >= stop and until is not None):
                 break
             at, _, _, event = heappop(queue)
             env._now = at
@@ -130,9 +134,11 @@ class Clock:
             event._fn(*event._args)
             if self.after_event is not None:
                 self.after_event(event._fn)
-        if until is not None:
-            env._now = until
-        self.now = env.now
+        # Cut: the run ends at the cut. Else at its last live event, not at a cancelled
+        # timer popped after it: whether one is still queued then depends on when the
+        # dead were last purged, which must not show in any result.
+        env._now = max(started, self.last_event_s) if until is None else until
+        self.now = env._now
 
 
 def _first(pending: tuple, queue: list) -> bool:

@@ -2,6 +2,7 @@
 `python -m sim sweep`: a grid of runs, each in its own run directory, and their table."""
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.max_requests is not None and args.max_requests < 1:
         raise InputError(f"--max-requests: expected a positive integer, got {args.max_requests}")
-    if args.until is not None and not args.until > 0:
+    if args.until is not None and not 0 < args.until < math.inf:
         raise InputError(f"--until: expected a positive number of seconds, got {args.until}")
     out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
     check_writable(out)

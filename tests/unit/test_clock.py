@@ -1,4 +1,4 @@
-"""The simulator's clock: timers as SimPy events, in SimPy's order, cancellable."""
+"""The simulator's clock: timers on SimPy's queue, in SimPy's order, cancellable; the held call."""
 
 import pytest
 
@@ -169,3 +169,37 @@ def test_a_held_call_past_a_cut_waits_for_the_next_run():
     assert not fired and clock.now == 2.0
     clock.run()
     assert fired == ["held"] and clock.now == 3.0
+
+
+def test_a_run_ends_at_its_last_live_event_not_at_a_cancelled_timer_after_it():
+    clock = Clock()
+    clock.call_in(1.0, lambda: None)
+    clock.call_in(1000.0, lambda: None).cancel()
+    clock.run()
+    assert clock.now == 1.0 and clock.env.now == 1.0 and clock.dead == 0
+
+
+def test_a_run_after_a_cut_with_nothing_live_left_keeps_the_cut_time():
+    clock = Clock()
+    clock.call_in(1.0, lambda: None)
+    clock.call_in(5.0, lambda: None).cancel()
+    clock.run(until=2.0)
+    clock.run()
+    assert clock.now == 2.0  # time never runs backwards to the last live event
+
+
+def test_a_held_call_due_at_a_cut_stays_for_the_next_run():
+    clock = Clock()
+    fired = []
+    clock.call_next(2.0, fired.append, "held")
+    clock.run(until=2.0)
+    assert not fired and clock.now == 2.0
+    clock.run()
+    assert fired == ["held"]
+
+
+def test_a_second_held_call_while_one_is_pending_is_refused():
+    clock = Clock()
+    clock.call_next(1.0, print, "first")
+    with pytest.raises(RuntimeError, match="still pending"):
+        clock.call_next(2.0, print, "second")
