@@ -28,37 +28,77 @@ from thaw_kernel.errors import InputError
 PROG = "python -m calibration.validate.pool"
 
 
-def replays(out: Path) -> dict[str, list[Path]]:
-    """Per policy, the folders of its replays in the validation written to `out`."""
+# What may differ between validations pooled together: the rest is their scenario.
+PER_RUN = ("seed", "repeats", "replays")
+
+
+def replays(out: Path) -> tuple[dict, dict[str, list[tuple[int, int]]]]:
+    """The scenario of the validation written to `out`, and per policy the (seed,
+    replay) of each of its replays."""
     report = out / "report.json"
     try:
-        policies = json.loads(report.read_text())["policies"]
-        return {
-            policy: [out / replay_folder(run["seed"], run["replay"]) for run in result["runs"]]
-            for policy, result in policies.items()
-        }
+        document = json.loads(report.read_text())
     except FileNotFoundError:
         raise InputError(f"{out}: no report.json (not a `calibration.validate --out`)") from None
-    except (ValueError, KeyError, TypeError) as err:
+    except ValueError as err:
+        raise InputError(f"{report}: not JSON ({err})") from None
+    try:
+        scenario = {k: v for k, v in document["scenario"].items() if k not in PER_RUN}
+        found = {
+            str(policy): [_replay(run) for run in result["runs"]]
+            for policy, result in document["policies"].items()
+        }
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise InputError(f"{report}: not a validation report ({err!r})") from None
+    if not found or not all(found.values()):
+        raise InputError(f"{report}: a validation report with no replays")
+    return scenario, found
+
+
+def _replay(run: dict) -> tuple[int, int]:
+    seed, replay = run["seed"], run["replay"]
+    if not (type(seed) is int and type(replay) is int):  # a bool is no seed
+        raise ValueError(f"seed {seed!r}, replay {replay!r}")
+    return seed, replay
 
 
 def pool(outs: list[Path]) -> dict:
     """Per policy (those of every validation), its replays and requests counted and the
-    percentiles over them all; and the p99 ratios, where random and startup-aware ran."""
+    percentiles over them all; and the p99 ratios, where random and startup-aware ran.
+    Refused: a validation given twice, a replay (seed and replay) in two validations,
+    validations of different scenarios."""
     seen: set[Path] = set()
     for out in outs:
         if out.resolve() in seen:
             raise InputError(f"{out}: given twice (its requests would count twice)")
         seen.add(out.resolve())
-    by_out = [replays(out) for out in outs]
-    common = [policy for policy in by_out[0] if all(policy in found for found in by_out)]
+    read = [replays(out) for out in outs]
+    for out, (scenario, _) in zip(outs, read, strict=True):
+        if scenario != read[0][0]:
+            raise InputError(f"{out}: its scenario differs from {outs[0]}'s: not one population")
+    common = [policy for policy in read[0][1] if all(policy in found for _, found in read)]
     if not common:
         raise InputError("no policy ran in every validation given")
     policies = {}
     for policy in common:
-        folders = [folder for found in by_out for folder in found[policy]]
-        real, simulated = ([_ttfts(f, policy, side) for f in folders] for side in ("real", "sim"))
+        folders: dict[tuple[int, int], Path] = {}
+        for out, (_, found) in zip(outs, read, strict=True):
+            for seed, replay in found[policy]:
+                if (seed, replay) in folders:
+                    raise InputError(
+                        f"{out}: seed {seed}, replay {replay} of {policy} is also in "
+                        f"{folders[seed, replay].parent}: the same trace counted twice"
+                    )
+                folders[seed, replay] = out / replay_folder(seed, replay)
+        real, simulated = [], []
+        for folder in folders.values():
+            real.append(_ttfts(folder, policy, "real"))
+            simulated.append(_ttfts(folder, policy, "sim"))
+            if len(real[-1]) != len(simulated[-1]):
+                raise InputError(
+                    f"{folder}: {policy}'s real and simulated tables have "
+                    f"{len(real[-1])} and {len(simulated[-1])} requests"
+                )
         policies[policy] = {
             "replays": len(folders),
             "requests": int(sum(len(t) for t in real)),
@@ -67,14 +107,21 @@ def pool(outs: list[Path]) -> dict:
 
 
 def _ttfts(folder: Path, policy: str, side: str) -> np.ndarray:
-    """One replay's TTFTs of `policy`, real or simulated (`side`)."""
+    """One replay's TTFTs of `policy`, real or simulated (`side`): positive seconds, or
+    NaN for a request never served."""
     path = folder / f"{policy}-{side}.csv"
     try:
-        return pd.read_csv(path, usecols=["ttft_s"])["ttft_s"].to_numpy()
+        column = pd.read_csv(path, usecols=["ttft_s"])["ttft_s"]
     except FileNotFoundError:
         raise InputError(f"{path}: missing (the validation's files are incomplete)") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a table ({err})") from None
     except ValueError as err:
         raise InputError(f"{path}: no ttft_s column ({err})") from None
+    ttft = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    if not len(ttft) or (np.isnan(ttft) & column.notna().to_numpy()).any() or (ttft <= 0).any():
+        raise InputError(f"{path}: ttft_s must hold positive seconds, one row a request")
+    return ttft
 
 
 def table(result: dict) -> str:
