@@ -29,7 +29,7 @@ class RoomIndex:
         old = self._bucket_of.get(instance.id)
         if key == old:
             return False
-        if old is not None:
+        if old is not None:  # buckets read in place, not by a method: twice a request
             bucket = self._starting if old == _STARTING else self._warm[old]
             del bucket[bisect_left(bucket, instance.id)]
         if key is None:
