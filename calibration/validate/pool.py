@@ -81,29 +81,43 @@ def pool(outs: list[Path]) -> dict:
         raise InputError("no policy ran in every validation given")
     policies = {}
     for policy in common:
-        folders: dict[tuple[int, int], Path] = {}
-        for out, (_, found) in zip(outs, read, strict=True):
-            for seed, replay in found[policy]:
-                if (seed, replay) in folders:
-                    raise InputError(
-                        f"{out}: seed {seed}, replay {replay} of {policy} is also in "
-                        f"{folders[seed, replay].parent}: the same trace counted twice"
-                    )
-                folders[seed, replay] = out / replay_folder(seed, replay)
-        real, simulated = [], []
-        for folder in folders.values():
-            real.append(_ttfts(folder, policy, "real"))
-            simulated.append(_ttfts(folder, policy, "sim"))
-            if len(real[-1]) != len(simulated[-1]):
-                raise InputError(
-                    f"{folder}: {policy}'s real and simulated tables have "
-                    f"{len(real[-1])} and {len(simulated[-1])} requests"
-                )
+        real, simulated = _tables(_folders(outs, [found for _, found in read], policy), policy)
         policies[policy] = {
-            "replays": len(folders),
+            "replays": len(real),
             "requests": int(sum(len(t) for t in real)),
         } | pooled(real, simulated)
     return {"validations": [str(out) for out in outs], "policies": policies} | p99_ratios(policies)
+
+
+def _folders(
+    outs: list[Path], found: list[dict[str, list[tuple[int, int]]]], policy: str
+) -> list[Path]:
+    """The folders of `policy`'s replays over every validation; a (seed, replay) in two
+    of them is refused."""
+    folders: dict[tuple[int, int], Path] = {}
+    for out, replays_of in zip(outs, found, strict=True):
+        for seed, replay in replays_of[policy]:
+            if (seed, replay) in folders:
+                raise InputError(
+                    f"{out}: seed {seed}, replay {replay} of {policy} is also in "
+                    f"{folders[seed, replay].parent}: the same trace counted twice"
+                )
+            folders[seed, replay] = out / replay_folder(seed, replay)
+    return list(folders.values())
+
+
+def _tables(folders: list[Path], policy: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """`policy`'s real and simulated TTFTs, a replay each, of the same lengths."""
+    real, simulated = [], []
+    for folder in folders:
+        real.append(_ttfts(folder, policy, "real"))
+        simulated.append(_ttfts(folder, policy, "sim"))
+        if len(real[-1]) != len(simulated[-1]):
+            raise InputError(
+                f"{folder}: {policy}'s real and simulated tables have "
+                f"{len(real[-1])} and {len(simulated[-1])} requests"
+            )
+    return real, simulated
 
 
 def _ttfts(folder: Path, policy: str, side: str) -> np.ndarray:

@@ -106,13 +106,12 @@ class Clock:
         started = env._now
         if until is not None and until <= started:
             raise ValueError(f"until ({until}) must be greater than the current time")
-        stop = float("inf") if until is None else until
         queue = env._queue
         while True:
             pending = self._next
             if pending is not None and _first(pending, queue):
                 at = pending[0]
-                if at >= stop and until is not None:  # a cut; uncut, even at inf it fires
+                if until is not None and at >= until:  # uncut, even one at inf fires
                     break
                 self._next = None
                 env._now = self.now = self.last_event_s = at
@@ -121,7 +120,7 @@ class Clock:
                 if self.after_event is not None:
                     self.after_event(pending[2])
                 continue
-            if not queue or (queue[0][0] >= stop and until is not None):
+            if not queue or (until is not None and queue[0][0] >= until):
                 break
             at, _, _, event = heappop(queue)
             env._now = at
