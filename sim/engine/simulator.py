@@ -128,7 +128,7 @@ class Simulation:
         so its cost grew with the cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
-            self.clock.call_next(self.table.arrival[0], self._arrive, 0)
+            self.clock.call_next(self.table.arrival.item(0), self._arrive, 0)
         self._start_floors()
         paused = gc.isenabled()
         gc.disable()
@@ -188,7 +188,7 @@ class Simulation:
         nxt = i + 1
         if nxt < self.table.n:
             # Never negative: `now` may exceed an equal arrival time by a rounding error.
-            delay = max(0.0, self.table.arrival[nxt] - self.clock.now)
+            delay = max(0.0, self.table.arrival.item(nxt) - self.clock.now)
             self.clock.call_next(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)

@@ -65,3 +65,12 @@ def test_a_load_speeds_up_when_its_neighbour_finishes(tmp_path):
     b_done = a_done + 2 * GiB / (2 * GiB)
     assert sim.table.ttft_s[0] == a_done + PREFILL_512
     assert sim.table.ttft_s[1] == b_done + PREFILL_512 - 1.0
+
+
+def test_simulated_time_stays_a_python_float(tmp_path):
+    # The trace's arrival times are a numpy column; a numpy scalar let into the clock
+    # spreads to every time computed from it, and its arithmetic costs several times a
+    # Python float's on every event.
+    sim = simulate(tiny_config(tmp_path), [(0.0, "a", 512, 4), (0.5, "a", 512, 4)])
+    assert type(sim.clock.now) is float
+    assert type(sim.clock.last_event_s) is float
