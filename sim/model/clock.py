@@ -109,7 +109,14 @@ class Clock:
         queue = env._queue
         while True:
             pending = self._next
-            if pending is not None and _first(pending, queue):
+            # The held call goes first if it comes before the queue's head: by time, then
+            # by the order they were set in (every timer has the same priority). Written
+            # out, not a function: it is asked before every event.
+            if pending is not None and (
+                not queue
+                or pending[0] < queue[0][0]
+                or (pending[0] == queue[0][0] and pending[1] < queue[0][2])
+            ):
                 at = pending[0]
                 if until is not None and at >= until:  # uncut, even one at inf fires
                     break
@@ -138,15 +145,6 @@ class Clock:
         # dead were last purged, which must not show in any result.
         env._now = max(started, self.last_event_s) if until is None else until
         self.now = env._now
-
-
-def _first(pending: tuple, queue: list) -> bool:
-    """Whether the held call comes before the queue's head: by time, then by the order
-    they were set in (every timer has the same priority)."""
-    if not queue:
-        return True
-    head = queue[0]
-    return pending[0] < head[0] or (pending[0] == head[0] and pending[1] < head[2])
 
 
 def _dead(event: object) -> bool:

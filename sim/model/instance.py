@@ -227,7 +227,8 @@ class Instance:
         there at the very instant that finish is due, before its timer fires)."""
         if self._decode_timer is None:
             return self._v
-        advanced = self._v + (self._clock.now - self._v_at) / self._step()
+        step = self.model.decode_step(len(self._decoding))
+        advanced = self._v + (self._clock.now - self._v_at) / step
         return min(advanced, self._decode_to)
 
     def kv_total(self) -> float:
@@ -351,9 +352,6 @@ class Instance:
         heapq.heappush(self._decoding, (finish_v, request, prompt, output, start))
         self._kv_offset += prompt + output - finish_v
 
-    def _step(self) -> float:
-        return self.model.decode_step(len(self._decoding))
-
     def _pause_decode(self) -> None:
         """Bring `v` up to now and stop the decode clock (a prefill runs alone)."""
         if self._decode_timer is not None:
@@ -368,7 +366,7 @@ class Instance:
             if self._prefill_at_v is not None and self._prefill_at_v < to:
                 to = self._prefill_at_v
             self._decode_to = to
-            delay = (to - self._v) * self._step()
+            delay = (to - self._v) * self.model.decode_step(len(self._decoding))
             self._decode_timer = self._clock.call_in(delay, self._end_decode, to)
         elif self.occupancy == 0 and not self.reserved:
             self._events.became_idle(self)
