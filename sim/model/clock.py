@@ -51,7 +51,8 @@ class Clock:
     the cancelled timers still queued.
 
     `now` is a plain attribute, set as each live event fires and when a run ends: the
-    model reads it several times an event, and only timers are queued."""
+    model reads it several times an event, and only timers are queued. Timers are keyed
+    from it; the environment's own time is brought level with it when a run ends."""
 
     def __init__(self) -> None:
         self.env = simpy.Environment()
@@ -70,7 +71,7 @@ class Clock:
         timer = Timer(self, fn, args)
         timer.queued = True
         env = self.env  # keyed as its `schedule` keys a `Timeout`, without the call
-        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), timer))
+        heappush(env._queue, (self.now + delay, NORMAL, next(env._eid), timer))
         return timer
 
     def call_next(self, delay: float, fn: Callable[[Any], None], arg: Any) -> None:
@@ -83,7 +84,7 @@ class Clock:
         if self._next is not None:
             raise RuntimeError("call_next: a held call is still pending")
         env = self.env
-        self._next = (env._now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
+        self._next = (self.now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
 
     def _queued_timer_cancelled(self) -> None:
         """Count a dead entry; drop the dead ones once they are most of the queue."""
@@ -121,7 +122,7 @@ class Clock:
                 if until is not None and at >= until:  # uncut, even one at inf fires
                     break
                 self._next = None
-                env._now = self.now = self.last_event_s = at
+                self.now = self.last_event_s = at
                 self.fired += 1
                 pending[2](pending[3])
                 if self.after_event is not None:
@@ -130,7 +131,6 @@ class Clock:
             if not queue or (until is not None and queue[0][0] >= until):
                 break
             at, _, _, event = heappop(queue)
-            env._now = at
             event.queued = False  # a later cancel counts no dead entry
             if event.cancelled:
                 self.dead -= 1
