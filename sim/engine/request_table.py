@@ -1,8 +1,10 @@
 """Every request's inputs and outcome, as preallocated columns indexed by request number.
 
-The simulator writes each outcome into numpy arrays as it happens, so a finished request
-costs a few dozen bytes and no Python object; the table becomes a DataFrame once, at the
-end.
+The simulator writes each outcome into preallocated columns as it happens, so a finished
+request costs a few dozen bytes and no Python object; the table becomes a DataFrame once,
+at the end. An outcome column is a Python `array` with a numpy view of the same memory:
+the event loop reads and writes a request's cell through the array, everything else the
+column through the view.
 
 TTFT = queue_s + startup_s + prefill_s exactly: queue to the (last) placement, startup
 until its instance was ready, prefill after that (waiting behind other prefills, and any
@@ -12,6 +14,8 @@ parts are those of the attempt that finished, the lost attempt counting as queue
 served it; a request ends only when that equals its output length.
 """
 
+from array import array
+
 import numpy as np
 import pandas as pd
 
@@ -20,6 +24,22 @@ from thaw_kernel.tiers import START_TIERS
 
 _PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
 _TIER_CODE = {tier: code for code, tier in enumerate(START_TIERS)}  # a tier's column value
+_TYPECODE = {
+    np.dtype(np.float64): "d",
+    np.dtype(np.int64): "q",
+    np.dtype(np.int32): "i",
+    np.dtype(np.int8): "b",
+}
+
+
+def _column(values: np.ndarray) -> tuple[array, np.ndarray]:
+    """`values` in a Python array, and a numpy view of the same memory: a cell read or
+    written through the array takes and gives a Python number, at about half the cost of
+    a numpy scalar access."""
+    cells = array(_TYPECODE[values.dtype], [0]) * len(values)
+    view = np.frombuffer(cells, dtype=values.dtype)
+    view[:] = values
+    return cells, view
 
 
 class RequestTable:
@@ -33,22 +53,24 @@ class RequestTable:
             else np.arange(n).astype(str)
         )
         codes = {name: i for i, name in enumerate(models)}
+        # The trace's own columns, read where they are (a copy would cost memory).
         self.model = trace["model"].map(codes).to_numpy(dtype=np.int32)
         self.arrival = trace["arrival_s"].to_numpy(dtype=np.float64)
         self.input_tokens = trace["input_tokens"].to_numpy(dtype=np.int64)
         self.output_tokens = trace["output_tokens"].to_numpy(dtype=np.int64)
-        self.server = np.full(n, -1, dtype=np.int32)
-        self.instance = np.full(n, -1, dtype=np.int64)
-        self.tier = np.full(n, -1, dtype=np.int8)
-        self.status = np.zeros(n, dtype=np.int8)
-        self.placed_at = np.full(n, np.nan)
-        self.estimate_s = np.full(n, np.nan)
-        self.queue_s = np.full(n, np.nan)
-        self.startup_s = np.full(n, np.nan)
-        self.prefill_s = np.full(n, np.nan)
-        self.ttft_s = np.full(n, np.nan)
-        self.e2e_s = np.full(n, np.nan)
-        self.generated = np.zeros(n)
+        # Outcomes, written a request at a time.
+        self._server, self.server = _column(np.full(n, -1, dtype=np.int32))
+        self._instance, self.instance = _column(np.full(n, -1, dtype=np.int64))
+        self._tier, self.tier = _column(np.full(n, -1, dtype=np.int8))
+        self._status, self.status = _column(np.zeros(n, dtype=np.int8))
+        self._placed_at, self.placed_at = _column(np.full(n, np.nan))
+        self._estimate, self.estimate_s = _column(np.full(n, np.nan))
+        self._queue, self.queue_s = _column(np.full(n, np.nan))
+        self._startup, self.startup_s = _column(np.full(n, np.nan))
+        self._prefill, self.prefill_s = _column(np.full(n, np.nan))
+        self._ttft, self.ttft_s = _column(np.full(n, np.nan))
+        self._e2e, self.e2e_s = _column(np.full(n, np.nan))
+        self._generated, self.generated = _column(np.zeros(n))
         self.migration_pause_s = np.zeros(n)
         self.migration_rounds = np.zeros(n, dtype=np.int32)
         self.migration_bytes = np.zeros(n)
@@ -59,25 +81,23 @@ class RequestTable:
     def placed(
         self, i: int, now: float, server: int, instance: int, tier: str, estimate_s: float
     ) -> None:
-        self.placed_at[i] = now
-        self.server[i] = server
-        self.instance[i] = instance
-        self.tier[i] = _TIER_CODE[tier]
-        self.estimate_s[i] = estimate_s
+        self._placed_at[i] = now
+        self._server[i] = server
+        self._instance[i] = instance
+        self._tier[i] = _TIER_CODE[tier]
+        self._estimate[i] = estimate_s
 
     def first_token(self, i: int, now: float, ready_at: float) -> None:
         """Split the TTFT: queue (to placement), startup (waiting for the instance), prefill."""
-        # Python floats, not numpy scalars: this runs once a request, and numpy's scalar
-        # arithmetic costs several times Python's.
-        placed = self.placed_at.item(i)
+        placed = self._placed_at[i]
         arrival = self.arrival.item(i)
-        startup = self.startup_s.item(i)
+        startup = self._startup[i]
         if startup != startup:  # NaN; else fixed when it moved before its prefill
             startup = max(placed, ready_at) - placed
-            self.startup_s[i] = startup
-        self.queue_s[i] = placed - arrival
-        self.prefill_s[i] = now - placed - startup
-        self.ttft_s[i] = now - arrival
+            self._startup[i] = startup
+        self._queue[i] = placed - arrival
+        self._prefill[i] = now - placed - startup
+        self._ttft[i] = now - arrival
 
     def moved_before_prefill(self, i: int, ready_at: float) -> None:
         """Migrated before its prefill: its startup ended when its first instance was ready."""
@@ -113,17 +133,17 @@ class RequestTable:
 
     def done(self, i: int, now: float, generated: float) -> None:
         """Request `i` ended; `generated` tokens came from the instance that finished it."""
-        if self.status.item(i) != _PENDING:
+        if self._status[i] != _PENDING:
             raise RuntimeError(f"request #{i} ended twice; this is a bug in thaw")
-        total = self.generated.item(i) + generated
-        self.generated[i] = total
+        total = self._generated[i] + generated
+        self._generated[i] = total
         wanted = self.output_tokens.item(i)
         if abs(total - wanted) > 1e-6 * wanted:
             raise RuntimeError(
                 f"request #{i} ended with {total} of its {wanted} tokens; this is a bug in thaw"
             )
-        self.e2e_s[i] = now - self.arrival.item(i)
-        self.status[i] = _DONE
+        self._e2e[i] = now - self.arrival.item(i)
+        self._status[i] = _DONE
 
     def turned_away(self, i: int) -> None:
         """Request `i` ends unserved (`drop`): no placement, no TTFT."""
