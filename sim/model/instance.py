@@ -109,6 +109,7 @@ class Instance:
         "prewarm",
         "prewarmed",
         "ready_at",
+        "room_filed",
         "sending",
         "server",
         "state",
@@ -141,6 +142,7 @@ class Instance:
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
         self.prewarm = False  # started by a pre-warm, not for a request (for the log)
         self.admitted = 0  # requests it has taken (its hits, to `greedy-dual`)
+        self.room_filed: int | None = None  # its model's `RoomIndex` bucket (the index sets it)
         # (request, its effective ready time) when its prefill ran behind the load: the
         # first token less a whole prefill (`sim.model.overlap`).
         self.pipelined: tuple[int, float] | None = None

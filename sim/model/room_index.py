@@ -19,27 +19,30 @@ class RoomIndex:
     def __init__(self, max_batch: int) -> None:
         self._warm: list[list[int]] = [[] for _ in range(max_batch)]  # by load
         self._starting: list[int] = []
-        self._instances: dict[int, Instance] = {}
-        self._bucket_of: dict[int, int] = {}
+        self._instances: dict[int, Instance] = {}  # those filed, by id
 
     def update(self, instance: Instance) -> bool:
         """File `instance` where its current load and state put it; True if the model had
         no instance with room before and has one now (its waiters may join it)."""
         key = instance.room_key()
-        old = self._bucket_of.get(instance.id)
+        # Where it was filed last, kept on the instance: a dict of them would cost two
+        # more lookups an update, and this runs twice a request.
+        old = instance.room_filed
         if key == old:
             return False
-        if old is not None:  # buckets read in place, not by a method: twice a request
+        instance.room_filed = key
+        number = instance.id
+        if old is not None:  # buckets read in place, not by a method
             bucket = self._starting if old == _STARTING else self._warm[old]
-            del bucket[bisect_left(bucket, instance.id)]
+            del bucket[bisect_left(bucket, number)]
         if key is None:
-            del self._bucket_of[instance.id]
-            del self._instances[instance.id]
+            del self._instances[number]
             return False
-        insort(self._starting if key == _STARTING else self._warm[key], instance.id)
-        self._bucket_of[instance.id] = key
-        self._instances[instance.id] = instance
-        return old is None and len(self._bucket_of) == 1
+        insort(self._starting if key == _STARTING else self._warm[key], number)
+        if old is not None:
+            return False
+        self._instances[number] = instance
+        return len(self._instances) == 1
 
     def best(self) -> Instance | None:
         """The least occupied warm instance with room (oldest first), else the oldest
