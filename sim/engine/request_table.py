@@ -32,14 +32,12 @@ _TYPECODE = {
 }
 
 
-def _column(values: np.ndarray) -> tuple[array, np.ndarray]:
-    """`values` in a Python array, and a numpy view of the same memory: a cell read or
-    written through the array takes and gives a Python number, at about half the cost of
-    a numpy scalar access."""
-    cells = array(_TYPECODE[values.dtype], [0]) * len(values)
-    view = np.frombuffer(cells, dtype=values.dtype)
-    view[:] = values
-    return cells, view
+def _column(n: int, dtype: type, fill: float) -> tuple[array, np.ndarray]:
+    """A column of `n` cells of `fill`: a Python array, and a numpy view of the same
+    memory. A cell read or written through the array takes and gives a Python number, at
+    about half the cost of a numpy scalar access."""
+    cells = array(_TYPECODE[np.dtype(dtype)], [fill]) * n
+    return cells, np.frombuffer(cells, dtype=dtype)
 
 
 class RequestTable:
@@ -59,18 +57,18 @@ class RequestTable:
         self.input_tokens = trace["input_tokens"].to_numpy(dtype=np.int64)
         self.output_tokens = trace["output_tokens"].to_numpy(dtype=np.int64)
         # Outcomes, written a request at a time.
-        self._server, self.server = _column(np.full(n, -1, dtype=np.int32))
-        self._instance, self.instance = _column(np.full(n, -1, dtype=np.int64))
-        self._tier, self.tier = _column(np.full(n, -1, dtype=np.int8))
-        self._status, self.status = _column(np.zeros(n, dtype=np.int8))
-        self._placed_at, self.placed_at = _column(np.full(n, np.nan))
-        self._estimate, self.estimate_s = _column(np.full(n, np.nan))
-        self._queue, self.queue_s = _column(np.full(n, np.nan))
-        self._startup, self.startup_s = _column(np.full(n, np.nan))
-        self._prefill, self.prefill_s = _column(np.full(n, np.nan))
-        self._ttft, self.ttft_s = _column(np.full(n, np.nan))
-        self._e2e, self.e2e_s = _column(np.full(n, np.nan))
-        self._generated, self.generated = _column(np.zeros(n))
+        self._server, self.server = _column(n, np.int32, -1)
+        self._instance, self.instance = _column(n, np.int64, -1)
+        self._tier, self.tier = _column(n, np.int8, -1)
+        self._status, self.status = _column(n, np.int8, 0)
+        self._placed_at, self.placed_at = _column(n, np.float64, np.nan)
+        self._estimate, self.estimate_s = _column(n, np.float64, np.nan)
+        self._queue, self.queue_s = _column(n, np.float64, np.nan)
+        self._startup, self.startup_s = _column(n, np.float64, np.nan)
+        self._prefill, self.prefill_s = _column(n, np.float64, np.nan)
+        self._ttft, self.ttft_s = _column(n, np.float64, np.nan)
+        self._e2e, self.e2e_s = _column(n, np.float64, np.nan)
+        self._generated, self.generated = _column(n, np.float64, 0.0)
         self.migration_pause_s = np.zeros(n)
         self.migration_rounds = np.zeros(n, dtype=np.int32)
         self.migration_bytes = np.zeros(n)
