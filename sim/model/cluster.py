@@ -118,7 +118,9 @@ class Cluster:
             self.cached_changed(model)
 
     def _reindex(self, server: Server) -> None:
-        old, new = self._indexed_available[server.id], server.available_gpus
+        # `available_gpus` written out: this runs twice for every request that finds its
+        # instance idle.
+        old, new = self._indexed_available[server.id], server.free_gpus + server.idle_gpus
         if old != new:
             buckets = self._by_available[server.group_index]
             buckets[old].discard(server.id)

@@ -370,7 +370,7 @@ class Instance:
             self._decode_to = to
             delay = (to - self._v) * self.model.decode_step(len(self._decoding))
             self._decode_timer = self._clock.call_in(delay, self._end_decode, to)
-        elif self.occupancy == 0 and not self.reserved:
+        elif not self._prefill and not self._reserved:  # nothing held: idle
             self._events.became_idle(self)
 
     def _end_decode(self, finish_v: float) -> None:
