@@ -108,38 +108,45 @@ class Clock:
         if until is not None and until <= started:
             raise ValueError(f"until ({until}) must be greater than the current time")
         queue = env._queue
-        while True:
-            pending = self._next
-            # The held call goes first if it comes before the queue's head: by time, then
-            # by the order they were set in (every timer has the same priority). Written
-            # out, not a function: it is asked before every event.
-            if pending is not None and (
-                not queue
-                or pending[0] < queue[0][0]
-                or (pending[0] == queue[0][0] and pending[1] < queue[0][2])
-            ):
-                at = pending[0]
-                if until is not None and at >= until:  # uncut, even one at inf fires
+        after_event = self.after_event  # read once a run
+        fired = 0  # live events this run, counted in a local: `fired` is read after runs
+        try:
+            while True:
+                pending = self._next
+                # The held call goes first if it comes before the queue's head: by time,
+                # then by the order they were set in (every timer has the same priority).
+                # Written out, not a function: it is asked before every event.
+                if pending is not None and (
+                    not queue
+                    or pending[0] < queue[0][0]
+                    or (pending[0] == queue[0][0] and pending[1] < queue[0][2])
+                ):
+                    at = pending[0]
+                    if until is not None and at >= until:  # uncut, even one at inf fires
+                        break
+                    self._next = None
+                    self.now = at
+                    fired += 1
+                    pending[2](pending[3])
+                    if after_event is not None:
+                        after_event(pending[2])
+                    continue
+                if not queue or (until is not None and queue[0][0] >= until):
                     break
-                self._next = None
-                self.now = self.last_event_s = at
-                self.fired += 1
-                pending[2](pending[3])
-                if self.after_event is not None:
-                    self.after_event(pending[2])
-                continue
-            if not queue or (until is not None and queue[0][0] >= until):
-                break
-            at, _, _, event = heappop(queue)
-            event.queued = False  # a later cancel counts no dead entry
-            if event.cancelled:
-                self.dead -= 1
-                continue
-            self.fired += 1
-            self.now = self.last_event_s = at
-            event._fn(*event._args)
-            if self.after_event is not None:
-                self.after_event(event._fn)
+                at, _, _, event = heappop(queue)
+                event.queued = False  # a later cancel counts no dead entry
+                if event.cancelled:
+                    self.dead -= 1
+                    continue
+                fired += 1
+                self.now = at
+                event._fn(*event._args)
+                if after_event is not None:
+                    after_event(event._fn)
+        finally:
+            if fired:  # `now` moves only as a live event fires
+                self.fired += fired
+                self.last_event_s = self.now
         # Cut: the run ends at the cut. Else at its last live event, not at a cancelled
         # timer popped after it: whether one is still queued then depends on when the
         # dead were last purged, which must not show in any result.
