@@ -401,7 +401,7 @@ class Simulation:
         self.cluster.mark_idle(instance)
         now = self.clock.now
         decision = self.keep_alive.idle(instance, now)
-        if self._at_floor(instance):
+        if instance.model.min_instances and self._at_floor(instance):
             decision = Idle(None, decision.prewarm_in_s)  # the floor: kept until needed
         if decision.keep_s is None:
             instance.keep_alive = self._until_needed

@@ -42,8 +42,11 @@ class Timer:
     def cancel(self) -> None:
         if not self.cancelled:
             self.cancelled = True
-            if self.queued:  # one more dead entry
-                self._clock._queued_timer_cancelled()
+            if self.queued:  # one more dead entry, counted in place rather than by a call
+                clock = self._clock
+                clock.dead += 1
+                if clock.dead * 2 > len(clock.env._queue) >= PURGE_AT:
+                    clock._purge()
 
 
 class Clock:
@@ -86,14 +89,12 @@ class Clock:
         env = self.env
         self._next = (self.now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
 
-    def _queued_timer_cancelled(self) -> None:
-        """Count a dead entry; drop the dead ones once they are most of the queue."""
-        self.dead += 1
+    def _purge(self) -> None:
+        """Drop the dead entries, once they are most of the queue."""
         queue = self.env._queue  # SimPy's heap of (time, priority, order, event)
-        if self.dead * 2 > len(queue) >= PURGE_AT:
-            queue[:] = [entry for entry in queue if not _dead(entry[3])]
-            heapify(queue)
-            self.dead = 0
+        queue[:] = [entry for entry in queue if not entry[3].cancelled]  # all timers
+        heapify(queue)
+        self.dead = 0
 
     def run(self, until: float | None = None) -> None:
         """Run every event, and end with `now` at the last that was not cancelled; or
@@ -152,7 +153,3 @@ class Clock:
         # dead were last purged, which must not show in any result.
         env._now = max(started, self.last_event_s) if until is None else until
         self.now = env._now
-
-
-def _dead(event: object) -> bool:
-    return type(event) is Timer and event.cancelled

@@ -123,8 +123,7 @@ class Cluster:
         old, new = self._indexed_available[server.id], server.free_gpus + server.idle_gpus
         if old != new:
             buckets = self._by_available[server.group_index]
-            buckets[old].discard(server.id)
-            buckets[new].add(server.id)
+            buckets[old].move(server.id, buckets[new])
             ordered = self._sorted_by_available[server.group_index]
             del ordered[old][bisect_left(ordered[old], server.id)]
             insort(ordered[new], server.id)

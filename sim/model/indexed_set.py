@@ -29,6 +29,18 @@ class IndexedSet:
             self._items[index] = last
             self._position[last] = index
 
+    def move(self, item: int, to: "IndexedSet") -> None:
+        """Take `item` from here to `to`, where it is not: `discard` and `add` in one call
+        (a server changes buckets of available GPUs twice for every request that finds
+        its instance idle)."""
+        index = self._position.pop(item)
+        last = self._items.pop()
+        if last != item:
+            self._items[index] = last
+            self._position[last] = index
+        to._position[item] = len(to._items)
+        to._items.append(item)
+
     def __getitem__(self, index: int) -> int:
         return self._items[index]
 
