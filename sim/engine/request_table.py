@@ -3,8 +3,8 @@
 The simulator writes each outcome into preallocated columns as it happens, so a finished
 request costs a few dozen bytes and no Python object; the table becomes a DataFrame once,
 at the end. An outcome column is a Python `array` with a numpy view of the same memory:
-the event loop reads and writes a request's cell through the array, everything else the
-column through the view.
+what runs once a request reads and writes its cell through the array, everything else
+through the view (a pickled copy of the table would part the two).
 
 TTFT = queue_s + startup_s + prefill_s exactly: queue to the (last) placement, startup
 until its instance was ready, prefill after that (waiting behind other prefills, and any
@@ -24,19 +24,14 @@ from thaw_kernel.tiers import START_TIERS
 
 _PENDING, _DONE = STATUSES.index("pending"), STATUSES.index("done")
 _TIER_CODE = {tier: code for code, tier in enumerate(START_TIERS)}  # a tier's column value
-_TYPECODE = {
-    np.dtype(np.float64): "d",
-    np.dtype(np.int64): "q",
-    np.dtype(np.int32): "i",
-    np.dtype(np.int8): "b",
-}
 
 
 def _column(n: int, dtype: type, fill: float) -> tuple[array, np.ndarray]:
     """A column of `n` cells of `fill`: a Python array, and a numpy view of the same
-    memory. A cell read or written through the array takes and gives a Python number, at
-    about half the cost of a numpy scalar access."""
-    cells = array(_TYPECODE[np.dtype(dtype)], [fill]) * n
+    memory (both typed by the same C type code). A cell read or written through the
+    array takes and gives a Python number, at about half the cost of a numpy scalar
+    access."""
+    cells = array(np.dtype(dtype).char, [fill]) * n
     return cells, np.frombuffer(cells, dtype=dtype)
 
 
@@ -153,18 +148,18 @@ class RequestTable:
         self.status[self.status == STATUSES.index("pending")] = STATUSES.index("timeout")
 
     def frame(self) -> pd.DataFrame:
-        """The requests table of docs/results.md. Its columns are the table's own arrays,
-        not copies (a week's 27M requests: seconds and gigabytes), so it is made once, at
-        the end."""
+        """The requests table of docs/results.md. Its outcome columns are the table's own
+        arrays, not copies (a week's 27M requests: seconds and gigabytes); the trace's
+        columns, read-only views of the trace, are copied, so the frame is writable."""
         names = [*(tier.value for tier in START_TIERS), "none"]
         tier = np.where(self.tier == -1, len(names) - 1, self.tier)  # -1: never placed
         return pd.DataFrame(
             {
                 "request_id": self.request_id,
                 "model": pd.Categorical.from_codes(self.model, self.models),
-                "arrival_s": self.arrival,
-                "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
+                "arrival_s": self.arrival.copy(),
+                "input_tokens": self.input_tokens.copy(),
+                "output_tokens": self.output_tokens.copy(),
                 "server": self.server,
                 "instance": self.instance,
                 "tier": pd.Categorical.from_codes(tier, names),

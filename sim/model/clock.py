@@ -55,7 +55,8 @@ class Clock:
 
     `now` is a plain attribute, set as each live event fires and when a run ends: the
     model reads it several times an event, and only timers are queued. Timers are keyed
-    from it; the environment's own time is brought level with it when a run ends."""
+    from it; the environment's own time is brought level with it when a run ends, or
+    stops on an event that raised."""
 
     def __init__(self) -> None:
         self.env = simpy.Environment()
@@ -63,7 +64,8 @@ class Clock:
         self.fired = 0
         self.dead = 0
         self.last_event_s = 0.0  # when the latest live event fired
-        # Called with each event's function after it ran (the invariant checker's hook).
+        # Called with each event's function after it ran (the invariant checker's hook);
+        # read as a run starts.
         self.after_event: Callable[[Callable[..., Any]], None] | None = None
         # The one call `call_next` holds off the queue: (time, order, function, argument).
         self._next: tuple[float, int, Callable[[Any], None], Any] | None = None
@@ -90,7 +92,7 @@ class Clock:
         self._next = (self.now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
 
     def _purge(self) -> None:
-        """Drop the dead entries, once they are most of the queue."""
+        """Drop the dead entries (every entry is a timer)."""
         queue = self.env._queue  # SimPy's heap of (time, priority, order, event)
         queue[:] = [entry for entry in queue if not entry[3].cancelled]  # all timers
         heapify(queue)
@@ -148,6 +150,7 @@ class Clock:
             if fired:  # `now` moves only as a live event fires
                 self.fired += fired
                 self.last_event_s = self.now
+            env._now = self.now  # level, even where an event raised
         # Cut: the run ends at the cut. Else at its last live event, not at a cancelled
         # timer popped after it: whether one is still queued then depends on when the
         # dead were last purged, which must not show in any result.

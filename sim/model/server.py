@@ -139,7 +139,8 @@ class Server:
 
     @property
     def available_gpus(self) -> int:
-        """GPUs a new instance could have now: free ones plus those of idle instances."""
+        """GPUs a new instance could have now: free ones plus those of idle instances
+        (`Cluster._reindex` writes the same sum out)."""
         return self.free_gpus + self.idle_gpus
 
     def cache(self, tier: str) -> CheckpointCache:

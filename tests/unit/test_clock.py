@@ -194,3 +194,17 @@ def test_a_second_held_call_while_one_is_pending_is_refused():
     clock.call_next(1.0, print, "first")
     with pytest.raises(RuntimeError, match="still pending"):
         clock.call_next(2.0, print, "second")
+
+
+def test_an_event_that_raises_leaves_simpys_time_level_with_the_clock():
+    clock = Clock()
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    clock.call_in(10.0, fail)
+    with pytest.raises(RuntimeError):
+        clock.run()
+    assert clock.now == clock.env.now == clock.last_event_s == 10.0 and clock.fired == 1
+    with pytest.raises(ValueError):
+        clock.run(until=5.0)  # before now: going back in time is refused

@@ -74,3 +74,10 @@ def test_simulated_time_stays_a_python_float(tmp_path):
     sim = simulate(tiny_config(tmp_path), [(0.0, "a", 512, 4), (0.5, "a", 512, 4)])
     assert type(sim.clock.now) is float
     assert type(sim.clock.last_event_s) is float
+
+
+def test_the_requests_frame_is_writable_and_its_trace_columns_are_copies(tmp_path):
+    sim = simulate(tiny_config(tmp_path), [(0.0, "a", 512, 4)])
+    frame = sim.table.frame()
+    frame.loc[0, "arrival_s"] = 1.0  # the trace's own columns are read-only views
+    assert sim.table.arrival[0] == 0.0
