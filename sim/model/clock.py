@@ -45,7 +45,7 @@ class Timer:
             if self.queued:  # one more dead entry, counted in place rather than by a call
                 clock = self._clock
                 clock.dead += 1
-                if clock.dead * 2 > len(clock.env._queue) >= PURGE_AT:
+                if clock.dead * 2 > len(clock._queue) >= PURGE_AT:
                     clock._purge()
 
 
@@ -60,6 +60,10 @@ class Clock:
 
     def __init__(self) -> None:
         self.env = simpy.Environment()
+        # Its heap and order counter, held here: read for every timer set (the heap is
+        # only ever changed in place, so it stays this list).
+        self._queue: list = self.env._queue
+        self._order = self.env._eid
         self.now = 0.0
         self.fired = 0
         self.dead = 0
@@ -75,8 +79,8 @@ class Clock:
             raise ValueError(f"negative delay {delay}")
         timer = Timer(self, fn, args)
         timer.queued = True
-        env = self.env  # keyed as its `schedule` keys a `Timeout`, without the call
-        heappush(env._queue, (self.now + delay, NORMAL, next(env._eid), timer))
+        # Keyed as SimPy's `schedule` keys a `Timeout`, without the call.
+        heappush(self._queue, (self.now + delay, NORMAL, next(self._order), timer))
         return timer
 
     def call_next(self, delay: float, fn: Callable[[Any], None], arg: Any) -> None:
@@ -88,12 +92,11 @@ class Clock:
             raise ValueError(f"negative delay {delay}")
         if self._next is not None:
             raise RuntimeError("call_next: a held call is still pending")
-        env = self.env
-        self._next = (self.now + delay, next(env._eid), fn, arg)  # as `schedule` keys it
+        self._next = (self.now + delay, next(self._order), fn, arg)  # as `schedule` keys it
 
     def _purge(self) -> None:
         """Drop the dead entries (every entry is a timer)."""
-        queue = self.env._queue  # SimPy's heap of (time, priority, order, event)
+        queue = self._queue  # SimPy's heap of (time, priority, order, event)
         queue[:] = [entry for entry in queue if not entry[3].cancelled]  # all timers
         heapify(queue)
         self.dead = 0
@@ -110,7 +113,7 @@ class Clock:
         started = env._now
         if until is not None and until <= started:
             raise ValueError(f"until ({until}) must be greater than the current time")
-        queue = env._queue
+        queue = self._queue
         after_event = self.after_event  # read once a run
         fired = 0  # live events this run, counted in a local: `fired` is read after runs
         try:
