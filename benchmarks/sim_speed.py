@@ -4,6 +4,7 @@ never fails on time.
     python benchmarks/sim_speed.py [--requests 10000,100000] [--servers 16,128,1024]
         [--models 10,1000,100000] [--trace-models K] [--policies locality,startup-aware]
         [--gpus 8] [--rate-per-server 0.5] [--peer] [--sleep] [--ewl] [--json]
+        [--rounds N] [--against REV]
 
 Each cell of the matrix (requests x servers x models x policy) runs in a fresh process, so
 peak memory is the cell's own. The workload: a synthetic trace (`traces.generate`:
@@ -25,20 +26,28 @@ load, that executes while loading (docs/sleep-and-overlap.md). Printed per cell:
 simulated requests per wall second, events per request, and peak resident memory beyond
 the trace's own columns, per request; then, per policy and request count, the per-request
 cost at each cluster size relative to the smallest, and at each catalog size relative to
-the smallest (flat is 1.0).
+the smallest (flat is 1.0). `--rounds N` runs each cell N times and reports the median
+speed; `--against REV` also runs each round of each cell, right after this tree's, at git
+revision REV (`benchmarks/revision.py`), and prints the revision's figures beside and the
+speed-up: two versions of the code compared in one session, as a shared machine's
+figures demand.
 """
 
 import argparse
 import itertools
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import tomli_w
+from revision import RevisionError, checked_out
 
 import traces
 from sim.config import read_config
@@ -144,8 +153,10 @@ def measure_in_child(
     ewl: bool,
     models: int | None,
     trace_models: int | None,
+    tree: Path | None = None,
 ) -> dict:
-    """One cell in a fresh interpreter, so its peak memory is its own."""
+    """One cell in a fresh interpreter, so its peak memory is its own; with `tree`, that
+    checkout's code and benchmark run it."""
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import sim_speed; "
         "print(json.dumps(sim_speed.measure(*json.loads(sys.argv[2]))))"
@@ -153,11 +164,71 @@ def measure_in_child(
     args = json.dumps(
         [requests, servers, gpus, policy, rate, 0, peer, sleep, ewl, models, trace_models]
     )
-    here = str(Path(__file__).parent)
+    root = tree or Path(__file__).resolve().parent.parent
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     out = subprocess.run(
-        [sys.executable, "-c", code, here, args], check=True, capture_output=True, text=True
+        [sys.executable, "-c", code, str(root / "benchmarks"), args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=os.environ | {"PYTHONPATH": path},
     )
     return json.loads(out.stdout)
+
+
+def measure_rounds(cell: tuple, rounds: int, against: tuple[str, Path, str] | None) -> dict:
+    """`cell` (`measure_in_child`'s arguments) `rounds` times, each round at this tree and
+    then, with `against` (revision, worktree, commit), at that revision: the figure is the
+    median round's speed; `against` gets the revision's."""
+    here: list[dict] = []
+    there: list[dict] = []
+    for _ in range(rounds):
+        here.append(measure_in_child(*cell))
+        if against is not None:
+            revision, tree, commit = against
+            try:
+                there.append(measure_in_child(*cell, tree=tree))
+            except subprocess.CalledProcessError as err:
+                lines = err.stderr.strip().splitlines() or ["no output"]
+                raise RevisionError(
+                    f"{revision} ({commit[:12]}): its benchmarks/sim_speed.py failed on "
+                    f"this cell: {lines[-1]}"
+                ) from None
+    result = _median_of(here)
+    if against is not None:
+        revision, _, commit = against
+        theirs = _median_of(there)
+        result["against"] = {
+            "revision": revision,
+            "commit": commit,
+            **{key: theirs[key] for key in _COMPARED},
+            "speedup": result["requests_per_wall_s"] / theirs["requests_per_wall_s"],
+        }
+    return result
+
+
+# What `--against` reports of the revision's runs: its speed, and whether it simulated
+# the same work.
+_COMPARED = (
+    "requests_per_wall_s",
+    "round_requests_per_wall_s",
+    "events_per_request",
+    "ttft_p99_s",
+    "rss_growth_per_request_bytes",
+)
+
+
+def _median_of(runs: list[dict]) -> dict:
+    """The first run's figures, with the median speed over all of them."""
+    speeds = [run["requests_per_wall_s"] for run in runs]
+    speed = statistics.median(speeds)
+    first = runs[0]
+    return first | {
+        "requests_per_wall_s": speed,
+        "wall_s": first["requests"] / speed,
+        "round_requests_per_wall_s": speeds,
+    }
 
 
 def scaling(cells: list[dict], axis: str) -> list[dict]:
@@ -183,6 +254,58 @@ def scaling(cells: list[dict], axis: str) -> list[dict]:
     return ratios
 
 
+def run_cells(args: argparse.Namespace, against: tuple[str, Path, str] | None) -> list[dict]:
+    """Every cell of the matrix, each printed as it ends unless `--json`."""
+    cells = []
+    for policy, requests, servers, models in itertools.product(
+        args.policies.split(","), args.requests, args.servers, args.models
+    ):
+        cell = measure_rounds(
+            (
+                requests,
+                servers,
+                args.gpus,
+                policy,
+                args.rate_per_server,
+                args.peer,
+                args.sleep,
+                args.ewl,
+                models,
+                args.trace_models,
+            ),
+            args.rounds,
+            against,
+        )
+        cells.append(cell)
+        if not args.json:
+            print(_line(cell), flush=True)
+    return cells
+
+
+def _line(cell: dict) -> str:
+    line = (
+        f"{cell['policy']:>14} {cell['requests']:>9,} requests {cell['servers']:>5} servers "
+        f"{cell['models']:>7,} models ({cell['trace_models']:,} requested): "
+        f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
+        f"{cell['events_per_request']:.2f} events/request, "
+        f"{cell['rss_growth_per_request_bytes']:,.0f} B/request"
+    )
+    if len(cell["round_requests_per_wall_s"]) > 1:
+        line += f" (median of {_spread(cell['round_requests_per_wall_s'])})"
+    theirs = cell.get("against")
+    if theirs is not None:
+        line += (
+            f"; at {theirs['revision']}: {theirs['requests_per_wall_s']:,.0f} requests/s "
+            f"({_spread(theirs['round_requests_per_wall_s'])}), "
+            f"{theirs['events_per_request']:.2f} events/request: {theirs['speedup']:.2f}x"
+        )
+    return line
+
+
+def _spread(speeds: list[float]) -> str:
+    return f"{min(speeds):,.0f}-{max(speeds):,.0f}" if len(speeds) > 1 else f"{speeds[0]:,.0f}"
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
@@ -206,39 +329,31 @@ def main() -> None:
         type=int,
         help="the trace requests only the catalog's K most popular models (default: all)",
     )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs of each cell; it reports their median"
+    )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="also run every cell at git revision REV (a worktree beside this one), each "
+        "round right after this tree's, and print the speed-up",
+    )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds: expected a positive integer, got {args.rounds}")
     if args.trace_models is not None:
         sizes = [len(default_cluster()["models"]) if m is None else m for m in args.models]
         if not 1 <= args.trace_models <= min(sizes):
             parser.error(f"--trace-models: expected 1 to {min(sizes)}, the smallest catalog")
     if args.ewl and args.models != [None]:
         parser.error("--ewl puts the default catalog's models on an engine: not with --models")
-    cells = []
-    for policy, requests, servers, models in itertools.product(
-        args.policies.split(","), args.requests, args.servers, args.models
-    ):
-        cell = measure_in_child(
-            requests,
-            servers,
-            args.gpus,
-            policy,
-            args.rate_per_server,
-            args.peer,
-            args.sleep,
-            args.ewl,
-            models,
-            args.trace_models,
-        )
-        cells.append(cell)
-        if not args.json:
-            print(
-                f"{policy:>14} {requests:>9,} requests {servers:>5} servers "
-                f"{cell['models']:>7,} models ({cell['trace_models']:,} requested): "
-                f"{cell['requests_per_wall_s']:>8,.0f} requests/s, "
-                f"{cell['events_per_request']:.2f} events/request, "
-                f"{cell['rss_growth_per_request_bytes']:,.0f} B/request",
-                flush=True,
-            )
+    try:
+        with checked_out(args.against) if args.against else nullcontext() as revision:
+            against = (args.against, *revision) if revision else None
+            cells = run_cells(args, against)
+    except RevisionError as err:
+        print(f"sim_speed.py: --against: {err}", file=sys.stderr)
+        sys.exit(2)
     ratios = scaling(cells, "servers") + scaling(cells, "models")
     if args.json:
         json.dump({"cells": cells, "scaling": ratios}, sys.stdout)

@@ -2,6 +2,7 @@
 runs with all of them on."""
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -88,3 +89,46 @@ def test_trace_models_holds_the_requests_while_the_catalog_grows(repo_root):
     # models to the remote store): the same run.
     assert small["ttft_p99_s"] == big["ttft_p99_s"]
     assert small["loads_by_tier"] == big["loads_by_tier"]
+
+
+def _git(repo_root, *args):
+    return subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True, text=True)
+
+
+def test_against_a_revision_runs_every_round_there_too_and_removes_its_worktree(repo_root):
+    head = _git(repo_root, "rev-parse", "HEAD")
+    if head.returncode:
+        pytest.skip("not a git checkout")
+    worktrees = _git(repo_root, "worktree", "list").stdout
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    out = subprocess.run(
+        [
+            sys.executable, str(script), "--requests", "200", "--servers", "2",
+            "--policies", "locality", "--rounds", "2", "--against", "HEAD", "--json",
+        ],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    (cell,) = json.loads(out)["cells"]
+    theirs = cell["against"]
+    assert theirs["revision"] == "HEAD" and theirs["commit"] == head.stdout.strip()
+    assert len(cell["round_requests_per_wall_s"]) == len(theirs["round_requests_per_wall_s"]) == 2
+    assert cell["requests_per_wall_s"] == statistics.median(cell["round_requests_per_wall_s"])
+    assert theirs["speedup"] == pytest.approx(
+        cell["requests_per_wall_s"] / theirs["requests_per_wall_s"]
+    )
+    assert _git(repo_root, "worktree", "list").stdout == worktrees
+
+
+def test_an_unknown_revision_is_one_line_and_exit_status_2(repo_root):
+    if _git(repo_root, "rev-parse", "HEAD").returncode:
+        pytest.skip("not a git checkout")
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--requests", "200", "--servers", "2",
+         "--against", "no-such-revision"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.strip().splitlines() == [
+        f"sim_speed.py: --against: no-such-revision: no such revision in {repo_root.resolve()}"
+    ]
