@@ -28,6 +28,19 @@ def read(sim_speed, tmp_path, **switches):
     return read_config(path)
 
 
+def run(repo_root, *args):
+    """benchmarks/sim_speed.py with `args`, in a process of its own."""
+    script = repo_root / "benchmarks" / "sim_speed.py"
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True)
+
+
+def report(repo_root, *args):
+    """Its `--json` report, where it must succeed."""
+    done = run(repo_root, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_ewl_puts_every_model_on_an_engine_of_the_default_start_up(sim_speed, tmp_path):
     plain, ewl = read(sim_speed, tmp_path), read(sim_speed, tmp_path, ewl=True)
     assert not plain.overlapped and list(ewl.models) == list(plain.models)
@@ -46,43 +59,28 @@ def test_peer_and_sleep_switch_on_their_mechanism_alone(sim_speed, tmp_path):
 
 
 def test_a_cell_runs_with_every_mechanism_on(repo_root):
-    script = repo_root / "benchmarks" / "sim_speed.py"
-    out = subprocess.run(
-        [
-            sys.executable, str(script), "--requests", "300", "--servers", "2",
-            "--policies", "startup-aware", "--peer", "--sleep", "--ewl", "--json",
-        ],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    (cell,) = json.loads(out)["cells"]
+    (cell,) = report(
+        repo_root, "--requests", "300", "--servers", "2", "--policies", "startup-aware",
+        "--peer", "--sleep", "--ewl",
+    )["cells"]  # fmt: skip
     assert cell["mechanisms"] == ["peer", "sleep", "ewl"] and cell["requests"] == 300
 
 
 def test_the_models_axis_generates_catalogs_and_compares_their_cost(repo_root):
-    script = repo_root / "benchmarks" / "sim_speed.py"
-    out = subprocess.run(
-        [
-            sys.executable, str(script), "--requests", "200", "--servers", "2",
-            "--models", "3,40", "--policies", "locality", "--json",
-        ],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    report = json.loads(out)
-    assert [cell["models"] for cell in report["cells"]] == [3, 40]
-    (ratio,) = report["scaling"]
+    out = report(
+        repo_root, "--requests", "200", "--servers", "2", "--models", "3,40",
+        "--policies", "locality",
+    )  # fmt: skip
+    assert [cell["models"] for cell in out["cells"]] == [3, 40]
+    (ratio,) = out["scaling"]
     assert ratio["axis"] == "models" and ratio["models"] == 40 and ratio["cost_ratio"] > 0
 
 
 def test_trace_models_holds_the_requests_while_the_catalog_grows(repo_root):
-    script = repo_root / "benchmarks" / "sim_speed.py"
-    out = subprocess.run(
-        [
-            sys.executable, str(script), "--requests", "200", "--servers", "2",
-            "--models", "3,40", "--trace-models", "3", "--policies", "locality", "--json",
-        ],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    small, big = json.loads(out)["cells"]
+    small, big = report(
+        repo_root, "--requests", "200", "--servers", "2", "--models", "3,40",
+        "--trace-models", "3", "--policies", "locality",
+    )["cells"]  # fmt: skip
     assert (small["models"], big["models"]) == (3, 40)
     assert small["trace_models"] == big["trace_models"] == 3
     # The same three models, sized and placed alike (the 40-model catalog leaves later
@@ -100,15 +98,10 @@ def test_against_a_revision_runs_every_round_there_too_and_removes_its_worktree(
     if head.returncode:
         pytest.skip("not a git checkout")
     worktrees = _git(repo_root, "worktree", "list").stdout
-    script = repo_root / "benchmarks" / "sim_speed.py"
-    out = subprocess.run(
-        [
-            sys.executable, str(script), "--requests", "200", "--servers", "2",
-            "--policies", "locality", "--rounds", "2", "--against", "HEAD", "--json",
-        ],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    (cell,) = json.loads(out)["cells"]
+    (cell,) = report(
+        repo_root, "--requests", "200", "--servers", "2", "--policies", "locality",
+        "--rounds", "2", "--against", "HEAD",
+    )["cells"]  # fmt: skip
     theirs = cell["against"]
     assert theirs["revision"] == "HEAD" and theirs["commit"] == head.stdout.strip()
     assert len(cell["round_requests_per_wall_s"]) == len(theirs["round_requests_per_wall_s"]) == 2
@@ -122,12 +115,7 @@ def test_against_a_revision_runs_every_round_there_too_and_removes_its_worktree(
 def test_an_unknown_revision_is_one_line_and_exit_status_2(repo_root):
     if _git(repo_root, "rev-parse", "HEAD").returncode:
         pytest.skip("not a git checkout")
-    script = repo_root / "benchmarks" / "sim_speed.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--requests", "200", "--servers", "2",
-         "--against", "no-such-revision"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    done = run(repo_root, "--requests", "200", "--servers", "2", "--against", "no-such-revision")
     assert done.returncode == 2 and not done.stdout
     assert done.stderr.strip().splitlines() == [
         f"sim_speed.py: --against: no-such-revision: no such revision in {repo_root.resolve()}"
