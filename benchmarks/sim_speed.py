@@ -179,8 +179,8 @@ def measure_in_child(
 
 def measure_rounds(cell: tuple, rounds: int, against: tuple[str, Path, str] | None) -> dict:
     """`cell` (`measure_in_child`'s arguments) `rounds` times, each round at this tree and
-    then, with `against` (revision, worktree, commit), at that revision: the figure is the
-    median round's speed; `against` gets the revision's."""
+    then, with `against` (revision, worktree, commit), at that revision. The cell's speed
+    is the median over its rounds, and its `against` holds the revision's."""
     here: list[dict] = []
     there: list[dict] = []
     for _ in range(rounds):
