@@ -186,15 +186,7 @@ def measure_rounds(cell: tuple, rounds: int, against: tuple[str, Path, str] | No
     for _ in range(rounds):
         here.append(measure_in_child(*cell))
         if against is not None:
-            revision, tree, commit = against
-            try:
-                there.append(measure_in_child(*cell, tree=tree))
-            except subprocess.CalledProcessError as err:
-                lines = err.stderr.strip().splitlines() or ["no output"]
-                raise RevisionError(
-                    f"{revision} ({commit[:12]}): its benchmarks/sim_speed.py failed on "
-                    f"this cell: {lines[-1]}"
-                ) from None
+            there.append(_measure_at(cell, *against))
     result = _median_of(here)
     if against is not None:
         revision, _, commit = against
@@ -206,6 +198,18 @@ def measure_rounds(cell: tuple, rounds: int, against: tuple[str, Path, str] | No
             "speedup": result["requests_per_wall_s"] / theirs["requests_per_wall_s"],
         }
     return result
+
+
+def _measure_at(cell: tuple, revision: str, tree: Path, commit: str) -> dict:
+    """`cell` run by the revision's worktree; its failure there is one line."""
+    try:
+        return measure_in_child(*cell, tree=tree)
+    except subprocess.CalledProcessError as err:
+        lines = err.stderr.strip().splitlines() or ["no output"]
+        raise RevisionError(
+            f"{revision} ({commit[:12]}): its benchmarks/sim_speed.py failed on this cell: "
+            f"{lines[-1]}"
+        ) from None
 
 
 # What `--against` reports of the revision's runs: its speed, and whether it simulated

@@ -283,7 +283,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_requests is not None and args.max_requests < 1:
         raise InputError(f"--max-requests: expected a positive integer, got {args.max_requests}")
     if args.until is not None and not 0 < args.until < math.inf:
-        raise InputError(f"--until: expected a positive number of seconds, got {args.until}")
+        raise InputError(
+            f"--until: expected a positive, finite number of seconds, got {args.until}"
+        )
     out = args.out or Path("runs") / f"{args.policy}-seed{args.seed}"
     check_writable(out)
     show_progress = not args.quiet and sys.stderr.isatty()
