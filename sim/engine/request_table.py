@@ -41,7 +41,7 @@ class RequestTable:
         self.n = n
         self.models = models
         # As pandas strings, converted in one pass: numpy's conversion of numbers to its
-        # own strings, then pandas' of those, took a minute for a week's 27M requests.
+        # own strings, then pandas' of those, took 4.2 s for 3M ids against 0.1 s.
         ids = trace["request_id"] if "request_id" in trace else pd.Series(np.arange(n))
         self.request_id = ids.astype(str).array
         codes = {name: i for i, name in enumerate(models)}
