@@ -19,6 +19,19 @@ from pathlib import Path
 from thaw_kernel.errors import InputError
 
 MARKER = ".thaw-output"
+# Names of the scratch entries the writers below make beside their target: a probe of the
+# target's parent, a staging copy, an old copy moved aside. A process killed mid-write
+# leaves them behind; `is_scratch` tells a caller that may clear them.
+PROBE_PREFIX = ".thaw-probe-"
+STAGING_INFIX = ".tmp-"
+OLD_INFIX = ".old-"
+
+
+def is_scratch(name: str) -> bool:
+    """Whether `name` is one that thaw's own writers give a scratch entry."""
+    return name.startswith(PROBE_PREFIX) or (
+        name.startswith(".") and (STAGING_INFIX in name or OLD_INFIX in name)
+    )
 
 
 def fsync_directory(path: Path) -> None:
@@ -77,7 +90,7 @@ def check_replaceable(path: Path, kind: str, option: str) -> None:
         raise InputError(f"{path}: cannot be created ({parent} is not a writable directory)")
     # Permission bits do not tell (root passes them; /proc and full or odd filesystems
     # refuse anyway): creating a directory there does, before minutes of work are lost.
-    probe = parent / f".thaw-probe-{uuid.uuid4().hex[:12]}"
+    probe = parent / f"{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
     try:
         probe.mkdir()
     except OSError as err:
@@ -98,7 +111,7 @@ def publish_directory(staging: Path, dst: Path) -> None:
     """Rename the finished `staging` directory to `dst`, moving an old `dst` aside first
     and deleting it only once the new one is in place."""
     if os.path.lexists(dst):
-        old = dst.parent / f".{dst.name}.old-{uuid.uuid4().hex[:12]}"
+        old = dst.parent / f".{dst.name}{OLD_INFIX}{uuid.uuid4().hex[:12]}"
         old.mkdir()
         os.replace(dst, old / dst.name)
         os.replace(staging, dst)
@@ -135,7 +148,7 @@ def staged_directory(dst: Path, kind: str) -> Iterator[Path]:
     it is marked as a `kind` and it becomes `dst`. If the block fails, it is removed and
     `dst` is untouched. `dst` must be `replaceable` (checked again before the rename)."""
     with created_directories(dst.parent):
-        staging = dst.absolute().parent / f".{dst.name}.tmp-{uuid.uuid4().hex[:12]}"
+        staging = dst.absolute().parent / f".{dst.name}{STAGING_INFIX}{uuid.uuid4().hex[:12]}"
         staging.mkdir()  # not mkdtemp: the result takes the umask's permissions, not 0700
         try:
             yield staging
@@ -156,7 +169,7 @@ def staged_directory(dst: Path, kind: str) -> Iterator[Path]:
 def write_file_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """`write` a staging file beside `path` (with the umask's permissions, unlike
     mkstemp's 0600), sync it, then rename it into place."""
-    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:12]}"
+    staging = path.parent / f".{path.name}{STAGING_INFIX}{uuid.uuid4().hex[:12]}"
     try:
         write(staging)
         with open(staging, "rb") as handle:

@@ -71,6 +71,22 @@ def test_a_killed_sweep_resumes_without_repeating_finished_runs(tmp_path):
     assert "0 runs done, 8 already finished" in third.stdout
 
 
+def test_a_resumed_sweep_clears_the_scratch_a_killed_writer_leaves(tmp_path, monkeypatch):
+    """A kill can land between a probe's mkdir and rmdir, or mid-staging: the next run of
+    the sweep removes every such entry of thaw's own, and nothing else hidden."""
+    trace = trace_head(tmp_path, 200)
+    command = ["sweep", "--policies", "random", "--traces", str(trace), "--out", "sw"]
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 0
+    runs = tmp_path / "sw" / "runs"
+    scratch = [".thaw-probe-0123456789ab", ".x.tmp-0123456789ab", ".x.old-0123456789ab"]
+    for name in [*scratch, ".users-own"]:
+        (runs / name).mkdir()
+    assert main(command) == 0
+    hidden = sorted(p.name for p in runs.iterdir() if p.name.startswith("."))
+    assert hidden == [".users-own"]
+
+
 def test_scale_one_reproduces_sim_run_and_scale_two_compresses_time(tmp_path):
     trace = trace_head(tmp_path, 300)
     sweep = read_sweep(None, {"policies": ["locality"], "seeds": [3], "rate_scales": [1, 2],

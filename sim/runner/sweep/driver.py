@@ -35,6 +35,7 @@ from thaw_kernel.publish import (
     check_replaceable,
     created_directories,
     is_output,
+    is_scratch,
     write_file_atomically,
     write_marker,
 )
@@ -99,9 +100,10 @@ def _finished(summary: dict | None, point: RunPoint, config_sha: str, trace_sha:
 
 
 def _remove_leftovers(runs: Path) -> None:
-    """Staging directories of runs killed while being written (see sim.results.run_dir)."""
+    """Scratch directories of runs killed while being written: their staging copies and
+    the probes of `runs` itself (see thaw_kernel.publish)."""
     for entry in runs.glob(".*"):
-        if entry.is_dir() and (".tmp-" in entry.name or ".old-" in entry.name):
+        if entry.is_dir() and is_scratch(entry.name):
             shutil.rmtree(entry)
 
 
