@@ -24,7 +24,8 @@
 #               and cuda-tests checks that a migration onto the GPU continues identically;
 #   tiers       on cuda only: python -m calibration.validate --scenario tiers --quick
 #               --policies startup-aware, its 1-2 GB checkpoints loaded onto the GPUs
-#               from DRAM, SSD and the loopback remote store (its report under tiers/).
+#               (both servers on one where the box has one) from DRAM, SSD and the
+#               loopback remote store (its report under tiers/).
 # summary.txt gets one line per step (status, wall seconds, output) as each ends, then
 # the tally; the exit status is 0 only if every step was ok. --device cpu is the dry-run
 # of the same steps, small: a 256MiB checkpoint and `measure --quick`.

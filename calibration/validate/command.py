@@ -350,7 +350,7 @@ def run(args: argparse.Namespace) -> dict:
     with workspace(args.dir, "thaw-validate-") as layout, Footprint(layout.work) as footprint:
         if reporting is not None:  # said once the input has passed (a refusal is one line)
             print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
-        device = devices.kind(scenario.servers)
+        device = devices.kind()
         laps = _Laps()
         profile = args.profile or _measure(layout.work, device, scenario)
         laps.mark("profile")
@@ -363,7 +363,7 @@ def run(args: argparse.Namespace) -> dict:
             "profile.json": profile.read_bytes(),
         }
         config = read_config(layout.cluster, profile)
-        speeds = compare_speeds(scenario, config, devices.server_device(0, scenario.servers))
+        speeds = compare_speeds(scenario, config, devices.server_device(0))
         before = probe(scenario, layout)
         laps.mark("speeds and first probe")
         with _store(scenario, layout) as store_url:
@@ -391,7 +391,8 @@ def run(args: argparse.Namespace) -> dict:
         "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
         "free_page_reporting_order": None if reporting is None else reporting.order,
         "machine_footprint": footprint.report(),
-        "device": devices.kind(scenario.servers),
+        "device": devices.kind(),
+        "servers_per_device": devices.servers_per_device(scenario.servers),
         "inference_speeds": speeds,
         "policies": {
             policy: summarize(results)

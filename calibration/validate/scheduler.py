@@ -471,7 +471,7 @@ def instance_spec(
         "checkpoint": str(checkpoint),
         "install": None if install is None else str(install),
         "max_batch": scenario.max_batch,
-        "device": server_device(server, scenario.servers),
+        "device": server_device(server),
         "download": download,
     }
 
