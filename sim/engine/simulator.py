@@ -82,7 +82,11 @@ class Simulation:
         self._held: dict[Instance, _Held] = {}  # instances waiting for migrations
         self._migration_of: dict[Instance, Migration] = {}  # by source
         self._pledged: dict[Instance, int] = {}  # GPUs a migrating source passes on
-        self._rooms = PerModel(lambda name: RoomIndex(config.models[name].max_batch))
+        self._rooms = PerModel(
+            lambda name: RoomIndex(
+                config.models[name].max_batch, lambda: self.queue.room_opened(name)
+            )
+        )
         self.queue = get_queue(config.queue)(
             self._route,
             self.cluster,
@@ -128,7 +132,7 @@ class Simulation:
         so its cost grew with the cluster (on 1,024 servers it halved the speed)."""
         started = time.perf_counter()
         if self.table.n:
-            self.clock.call_next(self.table.arrival.item(0), self._arrive, 0)
+            self.clock.call_next(self.table.arrival_cells[0], self._arrive, 0)
         self._start_floors()
         paused = gc.isenabled()
         gc.disable()
@@ -188,11 +192,11 @@ class Simulation:
         nxt = i + 1
         if nxt < self.table.n:
             # Never negative: `now` may exceed an equal arrival time by a rounding error.
-            delay = max(0.0, self.table.arrival.item(nxt) - self.clock.now)
+            delay = max(0.0, self.table.arrival_cells[nxt] - self.clock.now)
             self.clock.call_next(delay, self._arrive, nxt)
         if self._progress is not None and (nxt % 1024 == 0 or nxt == self.table.n):
             self._progress(nxt, self.table.n)
-        self.queue.arrive(i, self._model_names[self.table.model.item(i)])
+        self.queue.arrive(i, self._model_names[self.table.model_cells[i]])
 
     def _route(self, i: int, model: str) -> bool:
         """Join an instance with room or start one; False if the request must wait."""
@@ -274,7 +278,7 @@ class Simulation:
             instance.prewarmed = False
             self.prewarm_hits += 1
         self.table.placed(i, self.clock.now, instance.server, instance.id, tier, estimate_s)
-        instance.admit(i, self.table.input_tokens.item(i), self.table.output_tokens.item(i))
+        instance.admit(i, self.table.input_cells[i], self.table.output_cells[i])
 
     # --- cold starts ---
 
@@ -300,14 +304,15 @@ class Simulation:
         load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
         if pipelined and self.config.pipelined(model):
             load.progress = []
-        instance = Instance(next(self._ids), self.clock, self, spec, server, load.tier)
+        rooms = self._rooms[model]
+        instance = Instance(next(self._ids), self.clock, self, rooms, spec, server, load.tier)
         if isinstance(load, PeerLoad):
             load.receiver = instance
             self._wake(load.chain.members[0])  # a new chain's source may be idle
         pledged = self.cluster.place(instance, leaving)
         self._pledged.update(zip(leaving or (), pledged, strict=True))
         own = spec.gpus - sum(pledged)  # the GPUs it holds while it waits for `leaving`
-        self.room_changed(instance)
+        rooms.update(instance)
         self.loads_by_tier[load.tier] += 1
 
         def ready() -> None:
@@ -383,10 +388,6 @@ class Simulation:
         if instance.pipelined is not None and instance.pipelined[0] == request:
             ready_at = instance.pipelined[1]  # the load hid part of its prefill
         self.table.first_token(request, self.clock.now, ready_at)
-
-    def room_changed(self, instance: Instance) -> None:
-        if self._rooms[instance.model.name].update(instance):
-            self.queue.room_opened(instance.model.name)
 
     def request_done(self, instance: Instance, request: int, generated: float) -> None:
         self.table.done(request, self.clock.now, generated)

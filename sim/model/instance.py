@@ -63,7 +63,12 @@ class InstanceEvents(Protocol):
 
     def became_idle(self, instance: "Instance") -> None: ...
 
-    def room_changed(self, instance: "Instance") -> None:
+
+class RoomFiling(Protocol):
+    """Where an instance files itself by whether it has room for another request (its
+    model's `sim.model.room_index.RoomIndex`)."""
+
+    def update(self, instance: "Instance") -> None:
         """Its load, state or availability changed: whether it has room may have."""
 
 
@@ -94,6 +99,7 @@ class Instance:
         "_prefill_at_v",
         "_prefill_timer",
         "_reserved",
+        "_room",
         "_v",
         "_v_at",
         "admitted",
@@ -121,6 +127,7 @@ class Instance:
         instance_id: int,
         clock: Clock,
         events: InstanceEvents,
+        room: RoomFiling,
         model: ModelSpec,
         server: int,
         tier: str,
@@ -128,6 +135,7 @@ class Instance:
         self.id = instance_id
         self._clock = clock
         self._events = events
+        self._room = room
         self.model = model
         self.server = server
         self.tier = tier  # where its checkpoint was loaded from
@@ -172,7 +180,7 @@ class Instance:
     @reserved.setter
     def reserved(self, value: bool) -> None:
         self._reserved = value
-        self._events.room_changed(self)
+        self._room.update(self)
 
     @property
     def migrating(self) -> bool:
@@ -181,7 +189,7 @@ class Instance:
     @migrating.setter
     def migrating(self, value: bool) -> None:
         self._migrating = value
-        self._events.room_changed(self)
+        self._room.update(self)
 
     @property
     def fenced(self) -> bool:
@@ -190,7 +198,7 @@ class Instance:
     @fenced.setter
     def fenced(self, value: bool) -> None:
         self._fenced = value
-        self._events.room_changed(self)
+        self._room.update(self)
 
     @property
     def occupancy(self) -> int:
@@ -262,7 +270,7 @@ class Instance:
         self._kv_offset = 0.0
         self._prefill.clear()
         self.state = STOPPED
-        self._events.room_changed(self)
+        self._room.update(self)
         return out
 
     def adopt(self, requests: list[Handover]) -> None:
@@ -274,14 +282,14 @@ class Instance:
                 self._prefill.append((h.request, h.prompt_tokens, h.output_tokens))
             else:
                 self._push(v + h.remaining, h.request, h.prompt_tokens, h.output_tokens, v)
-        self._events.room_changed(self)
+        self._room.update(self)
         self._continue()
 
     def admit(self, request: int, prompt_tokens: int, output_tokens: int) -> None:
         """Take a request; it is prefilled as soon as the instance is warm and free."""
         self.admitted += 1
         self._prefill.append((request, prompt_tokens, output_tokens))
-        self._events.room_changed(self)
+        self._room.update(self)
         if self.state == WARM and self._prefill_timer is None and self._prefill_at_v is None:
             if self.model.prefill_waits_for_step and self._decode_timer is not None:
                 self._pause_decode()
@@ -297,7 +305,7 @@ class Instance:
         self.state = WARM
         self.ready_at = self._clock.now
         self._v_at = self._clock.now
-        self._events.room_changed(self)
+        self._room.update(self)
         if progress is not None and self._prefill:
             request, tokens, _ = self._prefill[0]
             prefill = self.model.prefill_s(tokens)
@@ -312,7 +320,7 @@ class Instance:
         if not self.is_idle:
             raise RuntimeError(f"stopping a {self.model.name} instance that is not idle")
         self.state = state
-        self._events.room_changed(self)
+        self._room.update(self)
         if self.keep_alive is not None:
             self.keep_alive.cancel()
             self.keep_alive = None
@@ -324,7 +332,7 @@ class Instance:
         self.load_s = self.download_s = math.nan
         self.peer_source = self.chain = -1  # it reloads from DRAM or a tier, never a peer
         self.allocated_at = self._clock.now
-        self._events.room_changed(self)
+        self._room.update(self)
 
     # --- prefill ---
 
@@ -344,7 +352,7 @@ class Instance:
             v = self._v
             self._push(v + output - 1, request, prompt, output, v - 1)
         else:
-            self._events.room_changed(self)
+            self._room.update(self)
             self._events.request_done(self, request, 1.0)
         self._continue()
 
@@ -381,7 +389,7 @@ class Instance:
         while self._decoding and self._decoding[0][0] <= finish_v:
             _, request, prompt, output, start = heapq.heappop(self._decoding)
             self._kv_offset -= prompt + output - finish_v
-            self._events.room_changed(self)
+            self._room.update(self)
             self._events.request_done(self, request, finish_v - start)
         if self._prefill_at_v is not None and (
             finish_v >= self._prefill_at_v or not self._decoding

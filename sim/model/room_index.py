@@ -9,6 +9,7 @@ grow with creation, so the oldest is the first.
 """
 
 from bisect import bisect_left, insort
+from collections.abc import Callable
 
 from sim.model.instance import STARTING_ROOM, Instance
 
@@ -16,20 +17,22 @@ _STARTING = STARTING_ROOM  # the bucket of starting and loading instances
 
 
 class RoomIndex:
-    def __init__(self, max_batch: int) -> None:
+    def __init__(self, max_batch: int, opened: Callable[[], None]) -> None:
         self._warm: list[list[int]] = [[] for _ in range(max_batch)]  # by load
         self._starting: list[int] = []
         self._instances: dict[int, Instance] = {}  # those filed, by id
+        self._opened = opened  # called when the model had no instance with room, and has
 
-    def update(self, instance: Instance) -> bool:
-        """File `instance` where its current load and state put it; True if the model had
-        no instance with room before and has one now (its waiters may join it)."""
+    def update(self, instance: Instance) -> None:
+        """File `instance` where its current load and state put it; if the model had no
+        instance with room before and has one now, say so (its waiters may join it).
+        Instances call it themselves, twice a request, hence no call between."""
         key = instance.room_key()
         # Where it was filed last, kept on the instance: a dict of them would cost two
         # more lookups an update, and this runs twice a request.
         old = instance.room_filed
         if key == old:
-            return False
+            return
         instance.room_filed = key
         number = instance.id
         if old is not None:  # buckets read in place, not by a method
@@ -37,12 +40,13 @@ class RoomIndex:
             del bucket[bisect_left(bucket, number)]
         if key is None:
             del self._instances[number]
-            return False
+            return
         insort(self._starting if key == _STARTING else self._warm[key], number)
         if old is not None:
-            return False
+            return
         self._instances[number] = instance
-        return len(self._instances) == 1
+        if len(self._instances) == 1:
+            self._opened()
 
     def best(self) -> Instance | None:
         """The least occupied warm instance with room (oldest first), else the oldest
