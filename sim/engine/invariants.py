@@ -287,7 +287,7 @@ def _check_indexes(sim: "Audited") -> None:
         total += available
         g = server.group_index
         filed = server.id in cluster._by_available[g][available]
-        if not filed or server.id not in cluster._sorted_by_available[g][available]:
+        if not filed or server.id not in cluster.sorted_by_available(g)[available]:
             _fail(sim, f"server {server.id}: indexed under the wrong available-GPU count")
     if total != cluster.total_available_gpus():
         _fail(sim, f"{total} GPUs available, the cluster counts {cluster.total_available_gpus()}")

@@ -38,10 +38,16 @@ class Cluster:
         }
         self.servers: list[Server] = []
         self._by_available: list[list[IndexedSet]] = []
-        self._sorted_by_available: list[list[list[int]]] = []  # the same, ids in order
+        # The same, ids in order, brought up to date when read (`_sorted`): an instance
+        # that serves a request and goes idle moves its server there and back, and the
+        # order is read only by some placement decisions. Per group, the servers moved
+        # since the last read, each with the count it is filed under there.
+        self._sorted_by_available: list[list[list[int]]] = []
+        self._unsorted: list[dict[int, int]] = []
         for g, group in enumerate(config.servers):
             self._by_available.append([IndexedSet() for _ in range(group.gpus + 1)])
             self._sorted_by_available.append([[] for _ in range(group.gpus + 1)])
+            self._unsorted.append({})
             host = None
             for k in range(group.count):
                 if k % group.servers_per_host == 0:  # a new host: its own cores (and disk)
@@ -124,11 +130,25 @@ class Cluster:
         if old != new:
             buckets = self._by_available[server.group_index]
             buckets[old].move(server.id, buckets[new])
-            ordered = self._sorted_by_available[server.group_index]
-            del ordered[old][bisect_left(ordered[old], server.id)]
-            insort(ordered[new], server.id)
+            self._unsorted[server.group_index].setdefault(server.id, old)
             self._indexed_available[server.id] = new
             self._total_available += new - old
+
+    def sorted_by_available(self, group: int) -> list[list[int]]:
+        """Per count k, the servers of `group` with k available GPUs, in id order. A
+        sorted list's content is its members', so filing the moved servers now gives
+        what filing each move at once would have."""
+        ordered = self._sorted_by_available[group]
+        moved = self._unsorted[group]
+        if moved:
+            available = self._indexed_available
+            for server, filed in moved.items():
+                now = available[server]
+                if filed != now:
+                    del ordered[filed][bisect_left(ordered[filed], server)]
+                    insort(ordered[now], server)
+            moved.clear()
+        return ordered
 
     # --- ClusterView (read-only, for policies) ---
 
@@ -164,7 +184,7 @@ class Cluster:
         # first of `by_occupancy`, without its generators: every queue retry asks).
         best = None
         for g in self._groups_for[model]:
-            buckets = self._sorted_by_available[g]
+            buckets = self.sorted_by_available(g)
             for available in range(len(buckets) - 1, self.models[model].gpus - 1, -1):
                 if buckets[available]:
                     key = (len(buckets) - 1 - available, buckets[available][0])
@@ -182,7 +202,7 @@ class Cluster:
     def _least_occupied_first(self, group: int, need: int) -> Iterator[tuple[int, int]]:
         """(GPUs in use, server) for the servers of `group` with at least `need` GPUs
         available: its buckets from the most available down, each in id order."""
-        buckets, gpus = self._sorted_by_available[group], self._config.servers[group].gpus
+        buckets, gpus = self.sorted_by_available(group), self._config.servers[group].gpus
         for available in range(gpus, need - 1, -1):
             for s in buckets[available]:
                 yield gpus - available, s
