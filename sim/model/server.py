@@ -71,6 +71,29 @@ def company_cap(links: Sequence[str], cap: float, slowdown: float) -> float:
 
 
 class Server:
+    # Slots: a cluster holds up to thousands of servers, read on every idle and busy turn.
+    __slots__ = (
+        "copying",
+        "cores",
+        "download",
+        "download_path",
+        "dram",
+        "free_gpus",
+        "gpus",
+        "group",
+        "group_index",
+        "id",
+        "idle",
+        "idle_gpus",
+        "instances",
+        "links",
+        "paths",
+        "reading",
+        "sleep_memory",
+        "sleeping",
+        "ssd",
+    )
+
     def __init__(
         self,
         server_id: int,
