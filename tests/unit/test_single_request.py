@@ -81,3 +81,20 @@ def test_the_requests_frame_is_writable_and_its_trace_columns_are_copies(tmp_pat
     frame = sim.table.frame()
     frame.loc[0, "arrival_s"] = 1.0  # the trace's own columns are read-only views
     assert sim.table.arrival[0] == 0.0
+
+
+def test_the_tables_trace_cells_are_the_columns_own_memory_as_python_numbers(tmp_path):
+    # The once-a-request reads go through memoryviews of the trace's columns: the same
+    # values as the numpy columns, no copy, and Python numbers (a numpy scalar would
+    # spread into the clock as above).
+    sim = simulate(tiny_config(tmp_path), [(0.0, "a", 512, 4), (0.5, "a", 256, 2)])
+    t = sim.table
+    for cells, column in [
+        (t.arrival_cells, t.arrival),
+        (t.model_cells, t.model),
+        (t.input_cells, t.input_tokens),
+        (t.output_cells, t.output_tokens),
+    ]:
+        assert cells.obj is column
+        assert [type(cells[i]) for i in range(t.n)] == [type(column[0].item())] * t.n
+        assert cells.tolist() == column.tolist()
