@@ -1,9 +1,10 @@
 """`python -m calibration.validate`: the simulator's TTFT error against a real replay.
 
-Replays a short trace for real on this machine (servers with one GPU each, or one CPU
-core each without GPUs; real checkpoints, real cold starts through the real loader,
-real inference; `--scenario tiers` adds a remote object store on loopback and makes the
-checkpoints large enough that a cold start is mostly its load), then simulates the same
+Replays a short trace for real on this machine (servers of one GPU each, sharing the
+machine's GPUs in turn where it has fewer, or one CPU core each without GPUs; real
+checkpoints, real cold starts through the real loader, real inference; `--scenario
+tiers` adds a remote object store on loopback and makes the checkpoints large enough
+that a cold start is mostly its load), then simulates the same
 trace on the same cluster with the profile `calibration.measure` measured here (or
 `--profile`), its start-up timed again around each replay
 (`calibration.validate.reprobe`), and prints p50, p90 and p99 TTFT of both and the
