@@ -38,10 +38,10 @@ class Cluster:
         }
         self.servers: list[Server] = []
         self._by_available: list[list[IndexedSet]] = []
-        # The same, ids in order, brought up to date when read (`_sorted`): an instance
-        # that serves a request and goes idle moves its server there and back, and the
-        # order is read only by some placement decisions. Per group, the servers moved
-        # since the last read, each with the count it is filed under there.
+        # The same, ids in order, brought up to date when read (`sorted_by_available`):
+        # an instance that serves a request and goes idle moves its server there and
+        # back, and the order is read only by some placement decisions. Per group, the
+        # servers moved since the last read, each with the count it is filed under there.
         self._sorted_by_available: list[list[list[int]]] = []
         self._unsorted: list[dict[int, int]] = []
         for g, group in enumerate(config.servers):
