@@ -75,6 +75,33 @@ def test_blitzscale_judges_its_ttft_cut_from_both_systems_means(repo_root, tmp_p
     assert (tmp_path / "blitzscale.png").stat().st_size > 0
 
 
+def test_lambdascale_replays_the_artifacts_trace_for_each_model(repo_root, tmp_path):
+    done = _run(repo_root, "lambdascale", "--seeds", "2", "--json", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["paper_value"] == 5.0 and isinstance(result["reproduced"], bool)
+    models = result["details"]["models"]
+    assert set(models) == {"llama-2-7b", "llama-2-13b", "llama-2-70b"}
+    largest = result["details"]["figure_model"]
+    assert result["per_seed"] == models[largest]["ratio_per_seed"]
+    assert largest == max(models, key=lambda m: models[m]["ratio_per_seed"][0])
+    for model in models.values():
+        assert model["requests"] == 497  # every arrival of the artifact's trace but the last
+        systems = model["systems"]
+        # Nothing in the setting draws: every seed gives the same run.
+        assert all(len(set(s["p99_ttft_s"])) == 1 for s in systems.values())
+        # ServerlessLLM loads on each node from its own host memory or SSD, never a peer;
+        # the multicast systems load from serving instances' GPUs.
+        assert all("peer" not in loads for loads in systems["ServerlessLLM"]["loads_by_tier"])
+        assert all(loads["peer"] > 0 for loads in systems["lambdaScale"]["loads_by_tier"])
+        ratio = systems["ServerlessLLM"]["p99_ttft_s"][0] / systems["lambdaScale"]["p99_ttft_s"][0]
+        assert model["ratio_per_seed"][0] == pytest.approx(ratio)
+        # Here a first prefill behind the bytes brings first tokens forward.
+        multicast, overlapped = systems["multicast"], systems["lambdaScale"]
+        assert overlapped["mean_ttft_s"][0] <= multicast["mean_ttft_s"][0]
+    assert (tmp_path / "lambdascale.png").stat().st_size > 0
+
+
 def test_vllm_sleep_times_wakes_not_cold_starts(repo_root):
     done = _run(repo_root, "vllm-sleep", "--seeds", "2", "--json")
     assert done.returncode == 0, done.stderr
