@@ -31,11 +31,11 @@ from thaw_kernel import seeds
 from traces.tokens import draw_tokens
 
 SPEC = "lambdascale-arxiv25"
-# label: (its cluster file's part, whether its engine executes while loading)
+# label: (its cluster file's part, whether its engine executes while loading, its colour)
 SYSTEMS = {
-    "ServerlessLLM": ("sllm", False),
-    "multicast": ("lambdascale", False),
-    "lambdaScale": ("lambdascale", True),
+    "ServerlessLLM": ("sllm", False, "#d62728"),
+    "multicast": ("lambdascale", False, "#9467bd"),
+    "lambdaScale": ("lambdascale", True, "#1f77b4"),
 }
 ENGINE = "lambdascale"  # the engine of lambdascale-arxiv25.lambdascale.toml
 
@@ -49,7 +49,7 @@ def run(spec: dict, n_seeds: int) -> tuple[list[float], dict]:
     per_model = {}
     for model, setting in workload["models"].items():
         trace = _trace(arrivals, model, setting, workload["tokens"])
-        configs = {s: _config(f, ewl, model, setting) for s, (f, ewl) in SYSTEMS.items()}
+        configs = {s: _config(f, ewl, model, setting) for s, (f, ewl, _) in SYSTEMS.items()}
         results = {s: _simulate(c, trace, workload["policy"], n_seeds) for s, c in configs.items()}
         sllm, lam = results["ServerlessLLM"]["p99_ttft_s"], results["lambdaScale"]["p99_ttft_s"]
         per_model[model] = {
@@ -118,10 +118,10 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(models))
     width = 0.8 / len(SYSTEMS)
-    colors = {"ServerlessLLM": "#d62728", "multicast": "#9467bd", "lambdaScale": "#1f77b4"}
-    for k, system in enumerate(SYSTEMS):
+    for k, (system, (_, _, color)) in enumerate(SYSTEMS.items()):
         values = [details["models"][m]["systems"][system]["p99_ttft_s"][0] for m in models]
-        axes[0].bar(x + (k - 1) * width, values, width, label=system, color=colors[system])
+        offset = (k - (len(SYSTEMS) - 1) / 2) * width
+        axes[0].bar(x + offset, values, width, label=system, color=color)
     axes[0].set(xticks=x, xticklabels=models, ylabel="P99 TTFT (s)", title="tail TTFT")
     axes[0].set_yscale("log")
     axes[0].legend(fontsize=8)

@@ -93,7 +93,8 @@ def test_lambdascale_replays_the_artifacts_trace_for_each_model(repo_root, tmp_p
         # ServerlessLLM loads on each node from its own host memory or SSD, never a peer;
         # the multicast systems load from serving instances' GPUs.
         assert all("peer" not in loads for loads in systems["ServerlessLLM"]["loads_by_tier"])
-        assert all(loads["peer"] > 0 for loads in systems["lambdaScale"]["loads_by_tier"])
+        for multicast in ("multicast", "lambdaScale"):
+            assert all(loads["peer"] > 0 for loads in systems[multicast]["loads_by_tier"])
         ratio = systems["ServerlessLLM"]["p99_ttft_s"][0] / systems["lambdaScale"]["p99_ttft_s"][0]
         assert model["ratio_per_seed"][0] == pytest.approx(ratio)
         # Here a first prefill behind the bytes brings first tokens forward.
