@@ -131,7 +131,8 @@ def figure(details: dict, paper: dict, path: Path) -> None:
     axes[1].set(
         xticks=x, xticklabels=models, ylabel="ServerlessLLM / lambdaScale", title="P99 ratio"
     )
-    axes[1].legend(fontsize=8, loc="lower right")
+    axes[1].set_ylim(0, 1.3 * max(paper["value"], *ratios))
+    axes[1].legend(fontsize=8, loc="upper right")
     fig.suptitle(
         f"lambdaScale (arXiv 2025) setting, the artifact's trace; "
         f"the paper: up to {paper['value']:g}x lower tail latency",
