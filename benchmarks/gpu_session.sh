@@ -2,11 +2,14 @@
 # The CUDA paths on a GPU machine, in one run of a few minutes that keeps what it made.
 #
 #   bash benchmarks/gpu_session.sh [--device cuda|cpu] [--out DIR] [--size 4GiB]
-#       [--scratch DIR] [--budget SECONDS]
+#       [--scratch DIR] [--budget SECONDS] [--steps cuda-tests,tiers,measure,loader]
 #
-# Steps, in order, each under its own time limit within one overall budget, each writing
-# its output under --out (default: $OUT) as soon as it ends; a failed step never stops
-# the next ones:
+# Steps, in order, each under its own time limit within one overall budget (on cuda 540 s
+# by default, so that the whole run fits a 10-minute command), each writing its output
+# under --out (default: $OUT) as soon as it ends; a failed step never stops the next
+# ones. The order puts first what a lent machine is for (the CUDA paths' tests, then the
+# tiers validation on the GPU), since a budget spent skips the rest; --steps runs only
+# those named after setup and env, which always run:
 #   setup       an interpreter with the project's requirements (on cuda, one whose torch
 #               sees the GPU): a carried-over .venv, a .venv-gpu from an earlier run, the
 #               machine's python3, else `pip install -e .[test,calibration]` into .venv-gpu
@@ -16,16 +19,16 @@
 #               repository and /tmp where O_DIRECT works and the files fit;
 #   cuda-tests  `pytest -m cuda` over the files that mark tests so (without a GPU they
 #               skip: the dry-run shows they are collected);
-#   loader      benchmarks/loader.py --json on a --size checkpoint: raw O_DIRECT, thaw,
-#               safetensors and torch.load, cold and warm, and the host-to-device copy
-#               ceiling (pinned, on a GPU) beside them;
-#   measure     python -m calibration.measure writing profile-<device name>.json;
-#   migration   no step of its own: measure's last probe migrates tokens onto the device
-#               and cuda-tests checks that a migration onto the GPU continues identically;
 #   tiers       on cuda only: python -m calibration.validate --scenario tiers --quick
 #               --policies startup-aware, its 1-2 GB checkpoints loaded onto the GPUs
 #               (both servers on one where the box has one) from DRAM, SSD and the
-#               loopback remote store (its report under tiers/).
+#               loopback remote store (its report under tiers/);
+#   measure     python -m calibration.measure writing profile-<device name>.json;
+#   migration   no step of its own: measure's last probe migrates tokens onto the device
+#               and cuda-tests checks that a migration onto the GPU continues identically;
+#   loader      benchmarks/loader.py --json on a --size checkpoint: raw O_DIRECT, thaw,
+#               safetensors and torch.load, cold and warm, and the host-to-device copy
+#               ceiling (pinned, on a GPU) beside them.
 # summary.txt gets one line per step (status, wall seconds, output) as each ends, then
 # the tally; the exit status is 0 only if every step was ok. --device cpu is the dry-run
 # of the same steps, small: a 256MiB checkpoint and `measure --quick`.
@@ -37,6 +40,7 @@ OUT_DIR=${OUT:-}
 SIZE=""
 SCRATCH_ARG=""
 BUDGET=""
+ASKED="cuda-tests,tiers,measure,loader" # the steps --steps may name, all by default
 LOADER_RUNS=3
 RESERVE_S=5 # kept back from the budget for the summary
 
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
         sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
-    --device | --out | --size | --scratch | --budget)
+    --device | --out | --size | --scratch | --budget | --steps)
         [ $# -ge 2 ] || die "$1 needs a value"
         case $1 in
         --device) DEVICE=$2 ;;
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
         --size) SIZE=$2 ;;
         --scratch) SCRATCH_ARG=$2 ;;
         --budget) BUDGET=$2 ;;
+        --steps) ASKED=$2 ;;
         esac
         shift 2
         ;;
@@ -69,7 +74,7 @@ done
 case $DEVICE in
 cuda)
     SIZE=${SIZE:-4GiB}
-    BUDGET=${BUDGET:-900}
+    BUDGET=${BUDGET:-540}
     QUICK=""
     EXTRA_DISK_GIB=8 # measure's 2GiB checkpoint twice, and its 2.2 GB reference model
     ;;
@@ -83,6 +88,14 @@ cpu)
 esac
 [[ $SIZE =~ ^[0-9]+(\.[0-9]+)?[KMGT]i?B$ ]] || die "--size '$SIZE' is not a size such as 4GiB"
 [[ $BUDGET =~ ^[1-9][0-9]*$ ]] || die "--budget '$BUDGET' is not a positive number of seconds"
+IFS=, read -ra asked_steps <<<"$ASKED"
+[ ${#asked_steps[@]} -gt 0 ] || die "--steps is empty (name some of cuda-tests,tiers,measure,loader)"
+for name in "${asked_steps[@]}"; do
+    case $name in
+    cuda-tests | tiers | measure | loader) ;;
+    *) die "--steps: unknown step '$name' (expected some of cuda-tests,tiers,measure,loader)" ;;
+    esac
+done
 if [ -n "$SCRATCH_ARG" ]; then
     [ -d "$SCRATCH_ARG" ] || die "--scratch $SCRATCH_ARG: no such directory"
     SCRATCH_ARG=$(cd -- "$SCRATCH_ARG" && pwd)
@@ -275,10 +288,19 @@ record() { # step, status, wall seconds, output
     echo "gpu_session: $1: $2 ($3 s) $4" >&2
 }
 
+# Whether --steps asks for step NAME (setup and env always run: the others need them).
+asked() {
+    [[ $1 == setup || $1 == env || ",$ASKED," == *",$1,"* ]]
+}
+
 # `step NAME CAP LOG FUNCTION`: run FUNCTION under the smaller of CAP and the budget left,
 # its output into LOG under --out; record how it ended.
 step() {
     local name=$1 cap=$2 log=$3 function=$4
+    if ! asked "$name"; then
+        record "$name" skipped - "not in --steps"
+        return
+    fi
     local left=$((DEADLINE - SECONDS - RESERVE_S))
     RAN=$((RAN + 1))
     if [ $left -lt 10 ]; then
@@ -332,14 +354,20 @@ fi
 export PROFILE_NAME
 
 step cuda-tests 150 cuda-tests.log cuda_tests
-step loader 240 loader.log loader
-step measure 300 measure.log measure
-record migration covered - "by measure's migration probe and cuda-tests"
 if [ "$DEVICE" = cuda ]; then
     step tiers 420 tiers.log tiers
 else
     record tiers skipped - "on cuda only (on the CPU it is python -m calibration.validate)"
 fi
+step measure 300 measure.log measure
+if asked measure && asked cuda-tests; then
+    record migration covered - "by measure's migration probe and cuda-tests"
+elif asked measure || asked cuda-tests; then
+    record migration covered - "by $(asked measure && echo "measure's migration probe" || echo cuda-tests) alone"
+else
+    record migration skipped - "not in --steps (measure and cuda-tests cover it)"
+fi
+step loader 240 loader.log loader
 
 echo "total: $OK of $RAN steps ok in $((SECONDS)) s" >>"$SUMMARY"
 cat "$SUMMARY"

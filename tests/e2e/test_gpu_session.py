@@ -124,6 +124,31 @@ def test_a_failed_step_does_not_stop_the_next(tmp_path):
     assert "total: 2 of 5 steps ok" in (out / "summary.txt").read_text()
 
 
+@pytest.mark.slow
+def test_steps_runs_only_those_named_after_setup_and_env_in_their_order(tmp_path):
+    out = tmp_path / "out"
+    result = session("--device", "cpu", "--out", str(out), "--steps", "cuda-tests")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = statuses(out)
+    order = list(steps)
+    # What a lent machine is for comes first: the CUDA tests, then the tiers validation.
+    assert order[order.index("setup") : order.index("total:")] == [
+        "setup",
+        "env",
+        "cuda-tests",
+        "tiers",
+        "measure",
+        "migration",
+        "loader",
+    ]
+    assert [steps[step][1] for step in ("setup", "env", "cuda-tests")] == ["ok"] * 3
+    for step in ("measure", "loader"):
+        assert steps[step][1:] == ["skipped", "-", "not", "in", "--steps"]
+    assert "cuda-tests alone" in " ".join(steps["migration"])
+    assert "total: 3 of 3 steps ok" in (out / "summary.txt").read_text()
+    assert not list(out.glob("profile-*.json")) and not (out / "loader.json").exists()
+
+
 def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path):
     for args, message in [
         (("--device", "gpu"), "--device must be cuda or cpu"),
@@ -132,6 +157,8 @@ def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path):
         (("--scratch", str(tmp_path / "missing")), "no such directory"),
         (("--out",), "--out needs a value"),
         (("--fast",), "unknown argument --fast"),
+        (("--steps", "cuda-tests,bogus"), "--steps: unknown step 'bogus'"),
+        (("--steps", ""), "--steps is empty"),
     ]:
         out = tmp_path / "out"
         result = session("--out", str(out), *args) if args != ("--out",) else session(*args)
