@@ -9,7 +9,7 @@
 # under --out (default: $OUT) as soon as it ends; a failed step never stops the next
 # ones. The order puts first what a lent machine is for (the CUDA paths' tests, then the
 # tiers validation on the GPU), since a budget spent skips the rest; --steps runs only
-# those named after setup and env, which always run:
+# those named (in this order, whatever theirs) after setup and env, which always run:
 #   setup       an interpreter with the project's requirements (on cuda, one whose torch
 #               sees the GPU): a carried-over .venv, a .venv-gpu from an earlier run, the
 #               machine's python3, else `pip install -e .[test,calibration]` into .venv-gpu
@@ -30,8 +30,10 @@
 #               safetensors and torch.load, cold and warm, and the host-to-device copy
 #               ceiling (pinned, on a GPU) beside them.
 # summary.txt gets one line per step (status, wall seconds, output) as each ends, then
-# the tally; the exit status is 0 only if every step was ok. --device cpu is the dry-run
-# of the same steps, small: a 256MiB checkpoint and `measure --quick`.
+# the tally; the exit status is 0 only if every step that was to run ran ok (one not in
+# --steps, or tiers on the CPU, is recorded skipped and not counted; one the budget left
+# no time for counts against it). --device cpu is the dry-run of the same steps, small:
+# a 256MiB checkpoint and `measure --quick`.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,8 +90,9 @@ cpu)
 esac
 [[ $SIZE =~ ^[0-9]+(\.[0-9]+)?[KMGT]i?B$ ]] || die "--size '$SIZE' is not a size such as 4GiB"
 [[ $BUDGET =~ ^[1-9][0-9]*$ ]] || die "--budget '$BUDGET' is not a positive number of seconds"
+[[ $ASKED =~ ^[a-z-]+(,[a-z-]+)*$ ]] ||
+    die "--steps $(printf %q "$ASKED") is not a list of steps such as cuda-tests,tiers (commas, no spaces)"
 IFS=, read -ra asked_steps <<<"$ASKED"
-[ ${#asked_steps[@]} -gt 0 ] || die "--steps is empty (name some of cuda-tests,tiers,measure,loader)"
 for name in "${asked_steps[@]}"; do
     case $name in
     cuda-tests | tiers | measure | loader) ;;
@@ -314,7 +317,7 @@ step() {
     rm -f -- "$OUT_DIR"/*.part # what a failed or stopped step was writing
     wall=$(awk -v a="$began" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     case $rc in
-    0) status=ok OK=$((OK + 1)) ;;
+    0) status=ok OK=$((OK + 1)) && echo "$name" >>"$STATE/ok" ;;
     124 | 137) status="timeout(${limit}s)" ;;
     *) status="failed(rc=$rc)" ;;
     esac
@@ -326,7 +329,7 @@ step() {
 
 {
     echo "thaw GPU session: benchmarks/gpu_session.sh --device $DEVICE --size $SIZE" \
-        "(budget $BUDGET s), $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
+        "--steps $ASKED (budget $BUDGET s), $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo 'unknown (no git here)')"
     if command -v nvidia-smi >/dev/null; then
         echo "gpu: $(nvidia-smi --format=csv,noheader --query-gpu=name,driver_version,memory.total 2>&1 | head -n 1)"
@@ -360,12 +363,14 @@ else
     record tiers skipped - "on cuda only (on the CPU it is python -m calibration.validate)"
 fi
 step measure 300 measure.log measure
-if asked measure && asked cuda-tests; then
+# Covered by what ran ok of measure's migration probe and the CUDA tests.
+ran_ok() { grep -qx "$1" "$STATE/ok" 2>/dev/null; }
+if ran_ok measure && ran_ok cuda-tests; then
     record migration covered - "by measure's migration probe and cuda-tests"
-elif asked measure || asked cuda-tests; then
-    record migration covered - "by $(asked measure && echo "measure's migration probe" || echo cuda-tests) alone"
+elif ran_ok measure || ran_ok cuda-tests; then
+    record migration covered - "by $(ran_ok measure && echo "measure's migration probe" || echo cuda-tests) alone"
 else
-    record migration skipped - "not in --steps (measure and cuda-tests cover it)"
+    record migration skipped - "neither measure nor cuda-tests ran ok"
 fi
 step loader 240 loader.log loader
 

@@ -158,7 +158,12 @@ def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path):
         (("--out",), "--out needs a value"),
         (("--fast",), "unknown argument --fast"),
         (("--steps", "cuda-tests,bogus"), "--steps: unknown step 'bogus'"),
-        (("--steps", ""), "--steps is empty"),
+        (("--steps", "setup"), "--steps: unknown step 'setup'"),  # it always runs
+        *[
+            (("--steps", odd), "is not a list of steps")
+            for odd in ("", ",", "cuda-tests,", "cuda-tests,,tiers", "cuda-tests, tiers")
+        ],
+        (("--steps", "cuda-tests\nmeasure"), "is not a list of steps"),
     ]:
         out = tmp_path / "out"
         result = session("--out", str(out), *args) if args != ("--out",) else session(*args)
