@@ -348,7 +348,10 @@ def run(args: argparse.Namespace) -> dict:
     load_before = os.getloadavg()[0]  # other work on the machine skews the real side
     reporting = free_page_reporting()  # a VM's memory can skew it too
     runs: dict[str, list[dict]] = {policy: [] for policy in policies}
-    with workspace(args.dir, "thaw-validate-") as layout, Footprint(layout.work) as footprint:
+    with (
+        workspace(args.dir, "thaw-validate-", scenario.shm_bytes) as layout,
+        Footprint(layout.work) as footprint,
+    ):
         if reporting is not None:  # said once the input has passed (a refusal is one line)
             print(f"{PROG}: note: {reporting.note()}", file=sys.stderr)
         device = devices.kind()

@@ -102,6 +102,17 @@ class Scenario:
     def remote(self) -> bool:
         return self.remote_rate > 0
 
+    @property
+    def shm_bytes(self) -> int:
+        """The most a replay holds on /dev/shm at once: the remote store's copy of every
+        checkpoint, each server's DRAM cache full, and on each server a load in flight,
+        which fills a DRAM cache file as it reads; 0 for the decoders' own checkpoints,
+        tens of MB."""
+        if not self.checkpoint_bytes:
+            return 0
+        store = sum(self.checkpoint_bytes) if self.remote else 0
+        return store + self.servers * (self.dram_bytes + max(self.checkpoint_bytes))
+
     def ssd_servers(self, rank: int) -> list[int]:
         """The servers whose SSD holds the checkpoint of the model of catalog `rank`."""
         if not self.ssd_copies:
@@ -186,10 +197,11 @@ class Layout:
 
 
 @contextmanager
-def workspace(disk: Path, prefix: str) -> Iterator[Layout]:
+def workspace(disk: Path, prefix: str, shm_bytes: int = 0) -> Iterator[Layout]:
     """Scratch space for a validation: the SSDs in a new directory on `disk`, the DRAM
     caches in one on /dev/shm (memory), both named `prefix`..., and removed on the way
-    out, whatever the way."""
+    out, whatever the way. Refused at once where the DRAM side has less free than
+    `shm_bytes` (`Scenario.shm_bytes`), rather than running out in the middle."""
     if not disk.is_dir():
         raise InputError(f"--dir {disk}: no such directory")
     try:
@@ -199,11 +211,22 @@ def workspace(disk: Path, prefix: str) -> Iterator[Layout]:
     try:
         dram = Path(tempfile.mkdtemp(prefix=prefix, dir=SHM if SHM.is_dir() else work))
         try:
+            _require_room(dram, shm_bytes)
             yield Layout(work, dram)
         finally:
             shutil.rmtree(dram, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _require_room(directory: Path, needed: int) -> None:
+    free = shutil.disk_usage(directory).free
+    if free < needed:
+        raise InputError(
+            f"{directory.parent}: the scenario holds up to {needed / GB:.1f} GB there at once "
+            f"(the remote store, each server's DRAM cache and a load in flight on each), "
+            f"and {free / GB:.1f} GB is free"
+        )
 
 
 def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:

@@ -1,9 +1,19 @@
 """The tiers scenario's caches, sized to its checkpoints: what decides where loads come
-from (a DRAM cache for the least popular only, SSDs that cannot hold both popular ones)."""
+from (a DRAM cache for the least popular only, SSDs that cannot hold both popular ones);
+and the memory a replay holds, checked before it starts."""
 
 import pytest
 
-from calibration.validate.scenario import GB, TIERS_QUICK, tiers_sized
+from calibration.validate.scenario import (
+    GB,
+    QUICK,
+    SHM,
+    TIERS_QUICK,
+    Scenario,
+    tiers_sized,
+    workspace,
+)
+from thaw_kernel.errors import InputError
 
 
 def test_the_bundled_setting_is_its_checkpoints_sized():
@@ -26,3 +36,19 @@ def test_the_caches_hold_what_the_scenario_says_and_no_more():
 def test_checkpoints_too_close_in_size_cannot_be_told_apart_by_the_caches():
     with pytest.raises(ValueError, match="exceed the smallest"):
         tiers_sized((2 * GB, 105 * GB // 100, GB))
+
+
+def test_the_memory_a_replay_holds_is_the_store_the_caches_and_a_load_a_server():
+    # The remote store's three checkpoints, and on each of the two servers its DRAM
+    # cache full and the largest checkpoint loading into a DRAM file.
+    assert TIERS_QUICK.shm_bytes == (2 + 1.5 + 1) * GB + 2 * (TIERS_QUICK.dram_bytes + 2 * GB)
+    assert QUICK.shm_bytes == 0  # the decoders' own checkpoints, tens of MB
+
+
+def test_a_workspace_without_room_for_it_is_refused_and_leaves_nothing(tmp_path):
+    huge = Scenario(requests=1, rate=1.0, checkpoint_bytes=(10**18,), remote_rate=1.0)
+    refused = pytest.raises(InputError, match=r"the scenario holds up to .* GB there at once")
+    with refused, workspace(tmp_path, "thaw-test-", huge.shm_bytes):
+        pytest.fail("a workspace without room was made")
+    assert not list(tmp_path.iterdir())
+    assert not list(SHM.glob("thaw-test-*"))
