@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from reproductions.figures import plt, save
+from reproductions.inputs import no_reference
 from reproductions.verdict import CONFIGS, Reproduction
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -100,7 +101,7 @@ def _trace(workload: dict, bursts: Bursts, capacity: float, seed: int) -> pd.Dat
     rng = seeds.rng(seed, "trace")
     duration = float(workload["duration_s"])
     arrival = bursty_arrivals(rng, bursts, workload["load"] * capacity, duration)
-    inputs, outputs = draw_tokens(workload["tokens"], len(arrival), rng, _no_reference)
+    inputs, outputs = draw_tokens(workload["tokens"], len(arrival), rng, no_reference)
     return pd.DataFrame(
         {
             "arrival_s": arrival + float(workload["warmup_s"]),
@@ -109,10 +110,6 @@ def _trace(workload: dict, bursts: Bursts, capacity: float, seed: int) -> pd.Dat
             "output_tokens": outputs,
         }
     )
-
-
-def _no_reference(_: Path | None) -> pd.DataFrame:
-    raise AssertionError("the workload's tokens are drawn from distributions, not a trace")
 
 
 def _per_second(arrival: np.ndarray, ttft: np.ndarray | None, duration: float) -> list[float]:

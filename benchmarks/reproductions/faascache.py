@@ -13,17 +13,16 @@ overhead (the start-ups' seconds over the runs' seconds) summed over the sweep u
 TTL, over the same under Greedy-Dual.
 """
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tomli_w
 
 import traces
 from reproductions.figures import plt, save
+from reproductions.inputs import config_of
 from reproductions.verdict import FUNCTIONS_SAMPLE, Reproduction
-from sim.config import read_config, with_keep_alive
+from sim.config import with_keep_alive
 from sim.engine.simulator import Simulation
 from sim.spec import ClusterConfig
 from thaw_kernel import seeds
@@ -116,10 +115,7 @@ def cluster(functions: pd.DataFrame, slots: int, queue: str) -> ClusterConfig:
             "ssd_servers": [0],
             "engine": name,
         }
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "faascache.toml"
-        path.write_text(tomli_w.dumps(table))
-        return read_config(path)
+    return config_of(table, "faascache.toml")
 
 
 def _trace(models: list[str], workload: dict, seed: int) -> pd.DataFrame:

@@ -14,17 +14,15 @@ third system, the multicast without the execution, separates the two. thaw's fig
 model, ServerlessLLM's P99 TTFT over lambdaScale's; the largest of the three models'.
 """
 
-import tempfile
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tomli_w
 
 from reproductions.figures import plt, save
+from reproductions.inputs import config_of, no_reference
 from reproductions.verdict import CONFIGS, Reproduction
-from sim.config import read_config
 from sim.engine.simulator import Simulation
 from sim.spec import ClusterConfig
 from thaw_kernel import seeds
@@ -72,14 +70,10 @@ def _trace(arrivals: np.ndarray, model: str, setting: dict, tokens: str) -> pd.D
     model's speed-up, a request at each but the last, after the warm-up."""
     whole = np.floor(arrivals[:-1])
     arrival = (whole - whole[0]) / float(setting["speedup"]) + float(setting["warmup_s"])
-    inputs, outputs = draw_tokens(tokens, len(arrival), seeds.rng(0, "trace"), _no_reference)
+    inputs, outputs = draw_tokens(tokens, len(arrival), seeds.rng(0, "trace"), no_reference)
     return pd.DataFrame(
         {"arrival_s": arrival, "model": model, "input_tokens": inputs, "output_tokens": outputs}
     )
-
-
-def _no_reference(_: Path | None) -> pd.DataFrame:
-    raise AssertionError("the workload's tokens are fixed, not drawn from a trace")
 
 
 def _config(part: str, ewl: bool, model: str, setting: dict) -> ClusterConfig:
@@ -92,10 +86,7 @@ def _config(part: str, ewl: bool, model: str, setting: dict) -> ClusterConfig:
         group["dram"] = setting.get("dram", group["dram"])
     if ENGINE in table.get("engines", {}):
         table["engines"][ENGINE]["execute_while_load"] = ewl
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cluster.toml"
-        path.write_text(tomli_w.dumps(table))
-        return read_config(path)
+    return config_of(table, f"{SPEC}.{part}.toml")
 
 
 def _simulate(config: ClusterConfig, trace: pd.DataFrame, policy: str, n_seeds: int) -> dict:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reproductions.figures import plt, save
+from reproductions.inputs import no_reference
 from reproductions.verdict import CONFIGS, Reproduction
 from sim.config import read_config
 from sim.engine.simulator import Simulation
@@ -58,22 +59,18 @@ def _trace(workload: dict, rate: float, seed: int) -> pd.DataFrame:
         rate=rate,
         duration=float(workload["duration_s"]),
         tokens=workload["tokens"],
-        reference=_no_reference,
+        reference=no_reference,
     )
     limit = int(workload["max_tokens"])
     while (over := (trace.input_tokens + trace.output_tokens >= limit).to_numpy()).any():
         again = synthesize(
             rng, ["m"], rate=1.0, count=int(over.sum()), tokens=workload["tokens"],
-            reference=_no_reference,
+            reference=no_reference,
         )  # fmt: skip
         trace.loc[over, ["input_tokens", "output_tokens"]] = again[
             ["input_tokens", "output_tokens"]
         ].to_numpy()
     return trace
-
-
-def _no_reference(_: Path | None) -> pd.DataFrame:
-    raise AssertionError("the workload's tokens are drawn from distributions, not a trace")
 
 
 def figure(details: dict, paper: dict, path: Path) -> None:
