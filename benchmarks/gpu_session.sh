@@ -296,6 +296,11 @@ asked() {
     [[ $1 == setup || $1 == env || ",$ASKED," == *",$1,"* ]]
 }
 
+# Whether step NAME ran and ended ok (`step` lists those in $STATE/ok).
+ran_ok() {
+    grep -qx "$1" "$STATE/ok" 2>/dev/null
+}
+
 # `step NAME CAP LOG FUNCTION`: run FUNCTION under the smaller of CAP and the budget left,
 # its output into LOG under --out; record how it ended.
 step() {
@@ -364,7 +369,6 @@ else
 fi
 step measure 300 measure.log measure
 # Covered by what ran ok of measure's migration probe and the CUDA tests.
-ran_ok() { grep -qx "$1" "$STATE/ok" 2>/dev/null; }
 if ran_ok measure && ran_ok cuda-tests; then
     record migration covered - "by measure's migration probe and cuda-tests"
 elif ran_ok measure || ran_ok cuda-tests; then
