@@ -20,6 +20,7 @@ placement, batch size, keep-alive, DRAM and SSD sizes, and one host for all the 
 (they share this machine's cores and its one disk); the profile supplies the rest.
 """
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -105,13 +106,15 @@ class Scenario:
     @property
     def shm_bytes(self) -> int:
         """The most a replay holds on /dev/shm at once: the remote store's copy of every
-        checkpoint, each server's DRAM cache full, and on each server a load in flight,
-        which fills a DRAM cache file as it reads; 0 for the decoders' own checkpoints,
-        tens of MB."""
+        checkpoint, each server's DRAM cache full (nothing more with a store, whose pages
+        the cached copies share: `share_store_pages`), and on each server a load in
+        flight, which fills a DRAM cache file as it reads; 0 for the decoders' own
+        checkpoints, tens of MB."""
         if not self.checkpoint_bytes:
             return 0
         store = sum(self.checkpoint_bytes) if self.remote else 0
-        return store + self.servers * (self.dram_bytes + max(self.checkpoint_bytes))
+        cached = 0 if self.remote else self.dram_bytes
+        return store + self.servers * (cached + max(self.checkpoint_bytes))
 
     def ssd_servers(self, rank: int) -> list[int]:
         """The servers whose SSD holds the checkpoint of the model of catalog `rank`."""
@@ -224,7 +227,7 @@ def _require_room(directory: Path, needed: int) -> None:
     if free < needed:
         raise InputError(
             f"{directory.parent}: the scenario holds up to {needed / GB:.1f} GB there at once "
-            f"(the remote store, each server's DRAM cache and a load in flight on each), "
+            f"(the remote store, the DRAM caches and a load in flight on each server), "
             f"and {free / GB:.1f} GB is free"
         )
 
@@ -247,6 +250,18 @@ def write_checkpoints(scenario: Scenario, layout: Layout) -> dict[str, int]:
         for server in scenario.ssd_servers(rank):
             make_cold(str(layout.ssd(server, name) / BLOB_NAME))
     return sizes
+
+
+def share_store_pages(layout: Layout, server: int, model: str) -> None:
+    """Make `server`'s DRAM copy of `model` share the remote store's pages: the same bytes
+    (the load that filled it read a copy of the store's), held once in this machine's
+    memory, where the servers and the store of a real cluster each have their own. The
+    load still wrote its own copy, as a real one does; an instance that maps that copy
+    keeps it until it stops."""
+    blob = layout.dram_copy(server, model) / BLOB_NAME
+    shared = blob.with_name(f"{BLOB_NAME}.shared")
+    os.link(layout.store / model / BLOB_NAME, shared)
+    os.replace(shared, blob)
 
 
 def reset_ssds(scenario: Scenario, layout: Layout) -> None:

@@ -35,7 +35,13 @@ from calibration.validate.devices import server_device
 from calibration.validate.handle import STOPPED, WARM, Handle
 from calibration.validate.records import Records
 from calibration.validate.replay_migration import Migration
-from calibration.validate.scenario import MODELS, Layout, Scenario, reset_ssds
+from calibration.validate.scenario import (
+    MODELS,
+    Layout,
+    Scenario,
+    reset_ssds,
+    share_store_pages,
+)
 from calibration.validate.view import Books
 from policies import get_policy
 from policies.base import Request, Running, Start
@@ -293,10 +299,7 @@ class Replay:
         elif event in ("tokens", "recomputed", "resumed"):
             self._migration_event(instance, event, message, t)
         elif event == "installed":
-            if not self.books.dram[instance.server].admit(
-                instance.model, self.books.models[instance.model]
-            ):
-                shutil.rmtree(self.layout.dram_copy(instance.server, instance.model))
+            self._installed(instance)
         elif event == "first":
             i = message["request"]
             self.records.first_token(i, t)
@@ -313,6 +316,16 @@ class Replay:
                 else:
                     self._set_idle(instance, True)
             self._drain()
+
+    def _installed(self, instance: Handle) -> None:
+        """The load's DRAM copy is published: kept (least recently used out), its pages
+        then the store's where there is one, or removed (the instance's map of it stays
+        until it stops)."""
+        server, model = instance.server, instance.model
+        if not self.books.dram[server].admit(model, self.books.models[model]):
+            shutil.rmtree(self.layout.dram_copy(server, model))
+        elif self.scenario.remote:
+            share_store_pages(self.layout, server, model)
 
     def _downloaded(self, instance: Handle) -> None:
         """The checkpoint is on the server's SSD: held there (least recently used out), and

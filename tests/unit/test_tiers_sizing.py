@@ -1,15 +1,22 @@
 """The tiers scenario's caches, sized to its checkpoints: what decides where loads come
 from (a DRAM cache for the least popular only, SSDs that cannot hold both popular ones);
-and the memory a replay holds, checked before it starts."""
+and the memory a replay holds, checked before it starts, its DRAM copies sharing the
+remote store's pages."""
+
+import mmap
+from dataclasses import replace
 
 import pytest
 
+from calibration.checkpoint.format import BLOB_NAME
 from calibration.validate.scenario import (
     GB,
     QUICK,
     SHM,
     TIERS_QUICK,
+    Layout,
     Scenario,
+    share_store_pages,
     tiers_sized,
     workspace,
 )
@@ -39,10 +46,26 @@ def test_checkpoints_too_close_in_size_cannot_be_told_apart_by_the_caches():
 
 
 def test_the_memory_a_replay_holds_is_the_store_the_caches_and_a_load_a_server():
-    # The remote store's three checkpoints, and on each of the two servers its DRAM
-    # cache full and the largest checkpoint loading into a DRAM file.
-    assert TIERS_QUICK.shm_bytes == (2 + 1.5 + 1) * GB + 2 * (TIERS_QUICK.dram_bytes + 2 * GB)
+    # The remote store's three checkpoints, whose pages the DRAM caches share, and on
+    # each of the two servers the largest checkpoint loading into a DRAM file.
+    assert TIERS_QUICK.shm_bytes == (2 + 1.5 + 1) * GB + 2 * 2 * GB
+    # Without a store, each server's DRAM cache full beside its load.
+    local = replace(TIERS_QUICK, remote_rate=0.0)
+    assert local.shm_bytes == 2 * (TIERS_QUICK.dram_bytes + 2 * GB)
     assert QUICK.shm_bytes == 0  # the decoders' own checkpoints, tens of MB
+
+
+def test_a_cached_copy_shares_the_stores_pages_and_a_mapped_one_keeps_its_own(tmp_path):
+    layout = Layout(tmp_path / "work", tmp_path / "shm")
+    blob, store = layout.dram_copy(0, "m") / BLOB_NAME, layout.store / "m" / BLOB_NAME
+    for path, fill in ((store, b"s"), (blob, b"c")):  # told apart by their bytes here
+        path.parent.mkdir(parents=True)
+        path.write_bytes(fill * 8192)
+    with blob.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        share_store_pages(layout, 0, "m")
+        assert mapped[:] == b"c" * 8192  # an instance's map keeps its pages
+    assert blob.stat().st_ino == store.stat().st_ino and blob.read_bytes() == b"s" * 8192
+    assert sorted(p.name for p in blob.parent.iterdir()) == [BLOB_NAME]
 
 
 def test_a_workspace_without_room_for_it_is_refused_and_leaves_nothing(tmp_path):
