@@ -68,6 +68,9 @@ MODELS = {
 }
 MAX_INPUT, MAX_OUTPUT = 256, 128  # within max_positions
 GB = 10**9
+# What a checkpoint's files hold beyond its asked bytes, at most: each tensor aligned to
+# 4 KiB in the blob, and the JSON index beside it.
+OVER_ASKED = 10**6
 
 
 @dataclass(frozen=True)
@@ -108,13 +111,14 @@ class Scenario:
         """The most a replay holds on /dev/shm at once: the remote store's copy of every
         checkpoint, each server's DRAM cache full (nothing more with a store, whose pages
         the cached copies share: `share_store_pages`), and on each server a load in
-        flight, which fills a DRAM cache file as it reads; 0 for the decoders' own
-        checkpoints, tens of MB."""
+        flight, which fills a DRAM cache file as it reads; each checkpoint with the
+        `OVER_ASKED` its files add; 0 for the decoders' own checkpoints, tens of MB."""
         if not self.checkpoint_bytes:
             return 0
-        store = sum(self.checkpoint_bytes) if self.remote else 0
+        sizes = [size + OVER_ASKED for size in self.checkpoint_bytes]
+        store = sum(sizes) if self.remote else 0
         cached = 0 if self.remote else self.dram_bytes
-        return store + self.servers * (cached + max(self.checkpoint_bytes))
+        return store + self.servers * (cached + max(sizes))
 
     def ssd_servers(self, rank: int) -> list[int]:
         """The servers whose SSD holds the checkpoint of the model of catalog `rank`."""
