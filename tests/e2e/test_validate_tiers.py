@@ -13,9 +13,15 @@ import pytest
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.measure.page_reporting import free_page_reporting
 from calibration.remote.running import running_store
-from calibration.validate import command
+from calibration.validate import command, scheduler
 from calibration.validate.loads import TIERS
-from calibration.validate.scenario import OVER_ASKED, Layout, Scenario, write_checkpoints
+from calibration.validate.scenario import (
+    OVER_ASKED,
+    Layout,
+    Scenario,
+    share_store_pages,
+    write_checkpoints,
+)
 from calibration.validate.scheduler import instance_command, instance_spec
 from tests.validate_support import DERIVED
 
@@ -40,6 +46,14 @@ TINY = Scenario(
 @pytest.mark.slow
 def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path):
     monkeypatch.setitem(command.SCENARIOS, "tiers", (TINY, TINY))
+    shared = []  # per copy a DRAM cache kept: whether it then held the store's pages
+
+    def sharing(layout: Layout, server: int, model: str) -> None:
+        share_store_pages(layout, server, model)
+        blob, store = layout.dram_copy(server, model) / BLOB_NAME, layout.store / model
+        shared.append(blob.stat().st_ino == (store / BLOB_NAME).stat().st_ino)
+
+    monkeypatch.setattr(scheduler, "share_store_pages", sharing)
     profile = tmp_path / "profile.json"
     derived = DERIVED | {"network_bytes_per_s": 100e6}
     profile.write_text(
@@ -51,6 +65,7 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
     shm_before = set(Path("/dev/shm").glob("thaw-validate-*"))
     args = command._parser().parse_args(["--quick", *(x for kv in flags.items() for x in kv)])
     report = command.run(args)
+    assert shared and all(shared)  # every replay's caches start empty and admit a copy
     assert report["scenario"]["name"] == "tiers" and report["scenario"]["repeats"] == 1
     reporting = free_page_reporting()  # the machine's, recorded beside the figures
     assert report["free_page_reporting_order"] == (reporting and reporting.order)
