@@ -260,8 +260,8 @@ def share_store_pages(layout: Layout, server: int, model: str) -> None:
     """Make `server`'s DRAM copy of `model` share the remote store's pages: the same bytes
     (the load that filled it read a copy of the store's), held once in this machine's
     memory, where the servers and the store of a real cluster each have their own. The
-    load still wrote its own copy, as a real one does; an instance that maps that copy
-    keeps it until it stops."""
+    load still wrote its own copy, as a real one does; on a CPU the instance that maps
+    that copy keeps it until it stops."""
     blob = layout.dram_copy(server, model) / BLOB_NAME
     shared = blob.with_name(f"{BLOB_NAME}.shared")
     os.link(layout.store / model / BLOB_NAME, shared)
