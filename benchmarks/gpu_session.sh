@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu_session.sh [--device cuda|cpu] [--out DIR] [--size 4GiB]
 #       [--scratch DIR] [--budget SECONDS] [--steps cuda-tests,tiers,measure,loader]
+#       [--wheels DIR] [--pack]
 #
 # Steps, in order, each under its own time limit within one overall budget (on cuda 540 s
 # by default, so that the whole run fits a 10-minute command), each writing its output
@@ -14,6 +15,9 @@
 #               sees the GPU): a carried-over .venv, a .venv-gpu from an earlier run, the
 #               machine's python3, else `pip install -e .[test,calibration]` into .venv-gpu
 #               (with the machine's own packages visible, so a CUDA torch there is used);
+#               first, the wheels in --wheels (default .whl, where it exists) are
+#               installed into a directory on PYTHONPATH, for a machine with no package
+#               index whose python3 lacks a few of the requirements;
 #   env         GPU and driver (nvidia-smi), python, torch and torch.cuda, CPUs, memory,
 #               and the scratch directory, the first of --scratch, /var/tmp, the
 #               repository and /tmp where O_DIRECT works and the files fit;
@@ -33,7 +37,8 @@
 # the tally; the exit status is 0 only if every step that was to run ran ok (one not in
 # --steps, or tiers on the CPU, is recorded skipped and not counted; one the budget left
 # no time for counts against it). --device cpu is the dry-run of the same steps, small:
-# a 256MiB checkpoint and `measure --quick`.
+# a 256MiB checkpoint and `measure --quick`. --pack puts each step's output into one
+# archive, STEP.tgz, as the step ends, for a machine that gives back only a few files.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +48,8 @@ SIZE=""
 SCRATCH_ARG=""
 BUDGET=""
 ASKED="cuda-tests,tiers,measure,loader" # the steps --steps may name, all by default
+WHEELS=""
+PACK=""
 LOADER_RUNS=3
 RESERVE_S=5 # kept back from the budget for the summary
 
@@ -57,7 +64,11 @@ while [ $# -gt 0 ]; do
         sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'
         exit 0
         ;;
-    --device | --out | --size | --scratch | --budget | --steps)
+    --pack)
+        PACK=1
+        shift
+        ;;
+    --device | --out | --size | --scratch | --budget | --steps | --wheels)
         [ $# -ge 2 ] || die "$1 needs a value"
         case $1 in
         --device) DEVICE=$2 ;;
@@ -66,6 +77,7 @@ while [ $# -gt 0 ]; do
         --scratch) SCRATCH_ARG=$2 ;;
         --budget) BUDGET=$2 ;;
         --steps) ASKED=$2 ;;
+        --wheels) WHEELS=$2 ;;
         esac
         shift 2
         ;;
@@ -99,6 +111,15 @@ for name in "${asked_steps[@]}"; do
     *) die "--steps: unknown step '$name' (expected some of cuda-tests,tiers,measure,loader)" ;;
     esac
 done
+if [ -n "$WHEELS" ]; then
+    [ -d "$WHEELS" ] || die "--wheels $WHEELS: no such directory"
+elif [ -d "$REPO/.whl" ]; then
+    WHEELS=$REPO/.whl
+fi
+if [ -n "$WHEELS" ]; then
+    WHEELS=$(cd -- "$WHEELS" && pwd)
+    compgen -G "$WHEELS/*.whl" >/dev/null || die "--wheels $WHEELS: no .whl file in it"
+fi
 if [ -n "$SCRATCH_ARG" ]; then
     [ -d "$SCRATCH_ARG" ] || die "--scratch $SCRATCH_ARG: no such directory"
     SCRATCH_ARG=$(cd -- "$SCRATCH_ARG" && pwd)
@@ -109,8 +130,10 @@ OUT_DIR=$(cd -- "$OUT_DIR" && pwd)
 [ -w "$OUT_DIR" ] || die "--out $OUT_DIR: not writable"
 
 cd "$REPO" || die "$REPO: cannot enter the repository"
-export PYTHONPATH=$REPO PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 STATE=$(mktemp -d) || die "cannot create a temporary directory"
+# The repository, then the wheels setup installs (if any), then what the caller set.
+export PYTHONPATH=$REPO${WHEELS:+:$STATE/site}${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 SCRATCH=""
 trap 'rm -rf -- "$STATE" ${SCRATCH:+"$SCRATCH"}' EXIT
 trap 'exit 143' TERM INT
@@ -146,6 +169,14 @@ failed() {
 
 setup() {
     local candidate
+    if [ -n "$WHEELS" ]; then
+        echo "== installing the wheels in $WHEELS into $STATE/site (on PYTHONPATH)"
+        if ! python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --target "$STATE/site" "$WHEELS"/*.whl; then
+            failed "the wheels in $WHEELS did not install (see above)"
+            return 1
+        fi
+    fi
     for candidate in "$REPO/.venv/bin/python" "$REPO/.venv-gpu/bin/python" "$(command -v python3)"; do
         [ -x "$candidate" ] || continue
         echo "== trying $candidate"
@@ -222,6 +253,7 @@ environment() {
     uname -a
     echo "cpus: $(nproc)"
     free -g
+    df -h /dev/shm
     echo "== nvidia-smi"
     if command -v nvidia-smi >/dev/null; then
         nvidia-smi
@@ -244,6 +276,23 @@ for index in range(torch.cuda.device_count()):
           f"capability {p.major}.{p.minor}, {p.multi_processor_count} SMs")
 EOF
     local python_ok=$?
+    echo "PYTHONPATH: $PYTHONPATH"
+    if [ -n "$WHEELS" ]; then
+        echo "== what the wheels installed, imported"
+        "$PY" - "$STATE/site" <<'EOF' || python_ok=1
+import importlib
+import sys
+from pathlib import Path
+
+for entry in sorted(Path(sys.argv[1]).iterdir()):
+    if entry.suffix in (".dist-info", ".data") or entry.name.startswith(("_", ".")):
+        continue
+    if entry.name == "bin" or (entry.is_file() and entry.suffix != ".py"):
+        continue
+    name = entry.name.removesuffix(".py")
+    print(f"{name}: {importlib.import_module(name).__file__}")
+EOF
+    fi
     echo "== scratch"
     local bases=("$SCRATCH_ARG")
     [ -n "$SCRATCH_ARG" ] || bases=(/var/tmp "$REPO" "${TMPDIR:-/tmp}")
@@ -261,7 +310,7 @@ cuda_tests() {
     mapfile -t files < <(grep -rl --include="test_*.py" "pytest.mark.cuda" tests)
     [ ${#files[@]} -gt 0 ] || { echo "no test file marks a test cuda"; return 1; }
     "$PY" -m pytest -m cuda -rs -p no:cacheprovider --junitxml="$OUT_DIR/cuda-tests.xml" \
-        "${files[@]}"
+        --basetemp "$SCRATCH/pytest" "${files[@]}"
 }
 
 loader() {
@@ -282,7 +331,7 @@ tiers() {
 }
 
 export -f check_python failed setup choose_scratch environment cuda_tests loader measure tiers
-export DEVICE SIZE OUT_DIR REPO STATE SCRATCH_ARG EXTRA_DISK_GIB LOADER_RUNS QUICK
+export DEVICE SIZE OUT_DIR REPO STATE SCRATCH_ARG EXTRA_DISK_GIB LOADER_RUNS QUICK WHEELS
 
 # --- running and recording the steps ---
 
@@ -301,10 +350,12 @@ ran_ok() {
     grep -qx "$1" "$STATE/ok" 2>/dev/null
 }
 
-# `step NAME CAP LOG FUNCTION`: run FUNCTION under the smaller of CAP and the budget left,
-# its output into LOG under --out; record how it ended.
+# `step NAME CAP LOG FUNCTION [OUTPUT...]`: run FUNCTION under the smaller of CAP and the
+# budget left, its output into LOG under --out; record how it ended. With --pack, LOG and
+# the OUTPUTs it made (under --out) then go into NAME.tgz there.
 step() {
     local name=$1 cap=$2 log=$3 function=$4
+    local outputs=("${@:5}")
     if ! asked "$name"; then
         record "$name" skipped - "not in --steps"
         return
@@ -326,10 +377,22 @@ step() {
     124 | 137) status="timeout(${limit}s)" ;;
     *) status="failed(rc=$rc)" ;;
     esac
-    record "$name" "$status" "$wall" "$log$(sed 's/^/  (/; s/$/)/' "$STATE/$name.note" 2>/dev/null)"
     if [ $rc -ne 0 ]; then
         tail -n 15 "$OUT_DIR/$log" | sed "s/^/  $name| /" >&2
     fi
+    [ -n "$PACK" ] && pack "$name" "$log" "${outputs[@]}" && log=$name.tgz
+    record "$name" "$status" "$wall" "$log$(sed 's/^/  (/; s/$/)/' "$STATE/$name.note" 2>/dev/null)"
+}
+
+# `pack NAME FILE...`: the FILEs (and folders) under --out that exist, into NAME.tgz there.
+pack() {
+    local name=$1 file present=()
+    for file in "${@:2}"; do
+        [ -e "$OUT_DIR/$file" ] && present+=("$file")
+    done
+    tar czf "$OUT_DIR/$name.tgz.part" -C "$OUT_DIR" "${present[@]}" &&
+        mv "$OUT_DIR/$name.tgz.part" "$OUT_DIR/$name.tgz" &&
+        (cd "$OUT_DIR" && rm -rf -- "${present[@]}")
 }
 
 {
@@ -361,13 +424,13 @@ if [ "$DEVICE" = cuda ]; then
 fi
 export PROFILE_NAME
 
-step cuda-tests 150 cuda-tests.log cuda_tests
+step cuda-tests 150 cuda-tests.log cuda_tests cuda-tests.xml
 if [ "$DEVICE" = cuda ]; then
-    step tiers 420 tiers.log tiers
+    step tiers 500 tiers.log tiers tiers
 else
     record tiers skipped - "on cuda only (on the CPU it is python -m calibration.validate)"
 fi
-step measure 300 measure.log measure
+step measure 300 measure.log measure "profile-$PROFILE_NAME.json"
 # Covered by what ran ok of measure's migration probe and the CUDA tests.
 if ran_ok measure && ran_ok cuda-tests; then
     record migration covered - "by measure's migration probe and cuda-tests"
@@ -376,7 +439,7 @@ elif ran_ok measure || ran_ok cuda-tests; then
 else
     record migration skipped - "neither measure nor cuda-tests ran ok"
 fi
-step loader 240 loader.log loader
+step loader 240 loader.log loader loader.json
 
 echo "total: $OK of $RAN steps ok in $((SECONDS)) s" >>"$SUMMARY"
 cat "$SUMMARY"

@@ -4,12 +4,16 @@ A GPU machine is lent for minutes, so its one run must not die on a typo: the dr
 goes through every step here, and these tests read back what it left under --out.
 """
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -149,12 +153,74 @@ def test_steps_runs_only_those_named_after_setup_and_env_in_their_order(tmp_path
     assert not list(out.glob("profile-*.json")) and not (out / "loader.json").exists()
 
 
+def probe_wheel(directory: Path) -> Path:
+    """A wheel of one module, `thaw_wheel_probe`, built by hand: what a machine with no
+    package index gets carried."""
+    name = "thaw_wheel_probe"
+    info = f"{name}-0.1.dist-info"
+    files = {
+        f"{name}/__init__.py": "PROBE = 1\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: thaw-wheel-probe\nVersion: 0.1\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: thaw-tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = ""
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record += f"{path},sha256={digest.decode()},{len(text.encode())}\n"
+    files[f"{info}/RECORD"] = record + f"{info}/RECORD,,\n"
+    wheel = directory / f"{name}-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def members(archive: Path) -> dict[str, str]:
+    """Each text file in a .tgz, by name."""
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
+
+
+@pytest.mark.slow
+def test_pack_gives_back_an_archive_a_step_and_wheels_install_before_setup(tmp_path):
+    """A lent machine returns a few files and may have no package index: with --pack each
+    step's output is one archive, and the carried wheels import in every step."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    probe_wheel(wheels)
+    out = tmp_path / "out"
+    args = ("--device", "cpu", "--out", str(out), "--steps", "cuda-tests", "--pack")
+    result = session(*args, "--wheels", str(wheels))
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = {path.name for path in out.iterdir()}
+    assert files == {"summary.txt", "setup.tgz", "env.tgz", "cuda-tests.tgz"}  # 8 at most
+    steps = statuses(out)
+    assert [steps[step][3] for step in ("setup", "env", "cuda-tests")] == [
+        "setup.tgz",
+        "env.tgz",
+        "cuda-tests.tgz",
+    ]
+    assert set(members(out / "cuda-tests.tgz")) == {"cuda-tests.log", "cuda-tests.xml"}
+    assert f"installing the wheels in {wheels}" in members(out / "setup.tgz")["setup.log"]
+    env = members(out / "env.tgz")["env.txt"]
+    assert "thaw_wheel_probe: " in env and "/site/thaw_wheel_probe/__init__.py" in env
+
+    (wheels / "broken.whl").write_text("not a zip")
+    broken = session(*args, "--wheels", str(wheels), "--out", str(tmp_path / "broken"))
+    assert broken.returncode == 1
+    assert "install failed: the wheels in" in " ".join(statuses(tmp_path / "broken")["setup"])
+
+
 def test_bad_arguments_are_one_line_and_leave_nothing(tmp_path):
+    (tmp_path / "no-wheels").mkdir()
     for args, message in [
         (("--device", "gpu"), "--device must be cuda or cpu"),
         (("--size", "lots"), "--size 'lots' is not a size"),
         (("--budget", "0"), "--budget '0'"),
         (("--scratch", str(tmp_path / "missing")), "no such directory"),
+        (("--wheels", str(tmp_path / "missing")), "--wheels"),
+        (("--wheels", str(tmp_path / "no-wheels")), "no .whl file in it"),
         (("--out",), "--out needs a value"),
         (("--fast",), "unknown argument --fast"),
         (("--steps", "cuda-tests,bogus"), "--steps: unknown step 'bogus'"),
