@@ -1,11 +1,12 @@
 """How much `python -m calibration.measure` measures: a quick pass for CI, or a full one
 for a profile.
 
-The reference model is `calibration.migration.model`'s decoder at a size that suits the device: a
-few MB for `--quick`, about 0.5 GB in fp32 on a CPU (a prefill of 2,048 tokens then
-takes seconds, not minutes), about 2.2 GB in bf16 on a GPU (a 1.1B-parameter Llama
-shape). Full runs sweep batch sizes 1..16, prompts up to several
-thousand tokens, the raw read over request sizes and threads. Storage rounds are cheap
+The reference model is `calibration.migration.model`'s decoder at a size that suits the
+device: for `--quick`, a few MB on a CPU and about 160 MB in bf16 on a GPU; else about
+0.5 GB in fp32 on a CPU (a prefill of 2,048 tokens then takes seconds, not minutes) and
+about 2.2 GB in bf16 on a GPU (a 1.1B-parameter Llama shape). Full runs sweep batch
+sizes 1..16, prompts up to several thousand tokens, the raw read over request sizes and
+threads. Storage rounds are cheap
 beside a start-up (a process importing torch), so `--quick` repeats them more: the
 loader is judged against the raw device by them (`calibration.measure.plausibility`).
 """
@@ -37,6 +38,20 @@ CPU_MODEL = ModelConfig(
     intermediate=2816,
     vocab=16384,
     max_positions=4096,
+)
+# On a GPU the quick model above is small enough that a pass is mostly its kernels'
+# launches whatever its tokens, and the prefill and migration fits refuse timings that do
+# not grow with the tokens (`derivation.derive`): a quick pass there uses a model whose
+# passes grow with them, four of CPU_MODEL's layers in bf16.
+GPU_QUICK_MODEL = ModelConfig(
+    layers=4,
+    hidden=1024,
+    heads=16,
+    kv_heads=4,
+    intermediate=2816,
+    vocab=16384,
+    max_positions=4096,
+    dtype=torch.bfloat16,
 )
 GPU_MODEL = ModelConfig(
     layers=16,
@@ -73,6 +88,7 @@ class Settings:
 def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Settings:
     """The settings for `device`; `size` overrides the checkpoint's, `runs` the rounds of
     the storage, copy and start-up figures."""
+    gpu = device != "cpu"
     if quick:
         base = Settings(
             checkpoint_bytes=64 * MiB,
@@ -83,17 +99,16 @@ def settings(device: str, quick: bool, size: int | None, runs: int | None) -> Se
             startup_rounds=2,
             raw_grid=((16 * MiB, 1), (16 * MiB, 4)),
             sweep_rounds=3,
-            model=QUICK_MODEL,
+            model=GPU_QUICK_MODEL if gpu else QUICK_MODEL,
             decode_batches=(1, 2, 4),
             decode_steps=5,
-            prefill_lengths=(32, 128, 512),
+            prefill_lengths=(128, 512, 2048) if gpu else (32, 128, 512),
             prefill_runs=5,
-            migration_lengths=(16, 128, 512),
+            migration_lengths=(16, 512, 2048) if gpu else (16, 128, 512),
             migration_runs=5,
             migration_new_tokens=24,
         )
     else:
-        gpu = device != "cpu"
         base = Settings(
             checkpoint_bytes=2048 * MiB,
             runs=5,
