@@ -6,9 +6,9 @@ device: for `--quick`, a few MB on a CPU and about 160 MB in bf16 on a GPU; else
 0.5 GB in fp32 on a CPU (a prefill of 2,048 tokens then takes seconds, not minutes) and
 about 2.2 GB in bf16 on a GPU (a 1.1B-parameter Llama shape). Full runs sweep batch
 sizes 1..16, prompts up to several thousand tokens, the raw read over request sizes and
-threads. Storage rounds are cheap
-beside a start-up (a process importing torch), so `--quick` repeats them more: the
-loader is judged against the raw device by them (`calibration.measure.plausibility`).
+threads. Storage rounds are cheap beside a start-up (a process importing torch), so
+`--quick` repeats them more: the loader is judged against the raw device by them
+(`calibration.measure.plausibility`).
 """
 
 from dataclasses import dataclass, replace

@@ -185,7 +185,7 @@ def members(archive: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_pack_gives_back_an_archive_a_step_and_wheels_install_before_setup(tmp_path):
     """A lent machine returns a few files and may have no package index: with --pack each
-    step's output is one archive, and the carried wheels import in every step."""
+    step's output is one archive, and the carried wheels import in the steps."""
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     probe_wheel(wheels)
