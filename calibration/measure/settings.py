@@ -43,16 +43,7 @@ CPU_MODEL = ModelConfig(
 # launches whatever its tokens, and the prefill and migration fits refuse timings that do
 # not grow with the tokens (`derivation.derive`): a quick pass there uses a model whose
 # passes grow with them, four of CPU_MODEL's layers in bf16.
-GPU_QUICK_MODEL = ModelConfig(
-    layers=4,
-    hidden=1024,
-    heads=16,
-    kv_heads=4,
-    intermediate=2816,
-    vocab=16384,
-    max_positions=4096,
-    dtype=torch.bfloat16,
-)
+GPU_QUICK_MODEL = replace(CPU_MODEL, layers=4, dtype=torch.bfloat16)
 GPU_MODEL = ModelConfig(
     layers=16,
     hidden=2048,
