@@ -162,6 +162,9 @@ class ClusterConfig:
     # A start from the remote tier downloads the checkpoint to SSD, then loads it from there
     # (`sim.model.loading`); otherwise it streams from the remote store to the GPUs.
     remote_download: bool = False
+    # A start's load runs beside its start-up, not after it: a per-server checkpoint store
+    # reads the checkpoint while the engine process starts (`load_beside_startup`).
+    load_beside_startup: bool = False
 
     def sleep_of(self, model: str) -> SleepSpec | None:
         """How an instance of `model` sleeps: its engine's table, else the top-level one."""
@@ -176,11 +179,11 @@ class ClusterConfig:
         return self.models[model].engine in self.overlapped
 
     def steps(self, model: str) -> tuple[Step, ...]:
-        """The start-up steps of `model`: its engine's, else the fixed cost then the load."""
+        """The start-up steps of `model`: its engine's, else the fixed cost and the load."""
         engine = self.models[model].engine
         if engine and self.engines:
             return self.engines[engine]
-        return default_steps(self.instance_startup_s)
+        return default_steps(self.instance_startup_s, self.load_beside_startup)
 
     @property
     def server_count(self) -> int:

@@ -5,8 +5,9 @@ overlapped (the step ends when its last stage does). A stage is the checkpoint l
 (`LOAD`, over the server's tiered, shared links), CPU-bound work (`CPU`, `amount`
 CPU-seconds on the server's host cores, shared with the other start-ups there) or a fixed
 wall time (`FIXED`, `amount` seconds). A model without an engine starts as thaw always
-did: the fixed `instance_startup_s`, then the load (`default_steps`). Shared by the
-simulator, which runs the steps, and the policies, which price them.
+did: the fixed `instance_startup_s`, then the load, or both at once where the cluster
+loads beside the start-up (`default_steps`). Shared by the simulator, which runs the
+steps, and the policies, which price them.
 """
 
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ class Stage:
 Step = tuple[Stage, ...]  # stages that run overlapped
 
 
-def default_steps(startup_s: float) -> tuple[Step, ...]:
-    """The start-up of a model without an engine: a fixed cost, then the load."""
-    return ((Stage("startup", FIXED, startup_s),), (Stage("load", LOAD),))
+def default_steps(startup_s: float, beside: bool = False) -> tuple[Step, ...]:
+    """The start-up of a model without an engine: a fixed cost, then the load; `beside`,
+    the two overlapped (a checkpoint store reads while the engine starts)."""
+    startup, load = Stage("startup", FIXED, startup_s), Stage("load", LOAD)
+    return ((startup, load),) if beside else ((startup,), (load,))

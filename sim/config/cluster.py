@@ -112,13 +112,13 @@ _OPTIONAL = ("servers", "models", "catalog", "engines", "profile", "sleep")
 def _merge(default: dict, user: dict) -> dict:
     """Lay the user's table over the defaults (see the module docstring)."""
     for key in user:
-        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, _PEER, _DOWNLOAD):
+        if key not in (*_TOP, *_SECTIONS, *_OPTIONAL, *_SWITCHES):
             raise InputError(
                 f"{key}: unknown key (expected keep_alive_s, keep_alive, instance_startup_s, "
-                "queue, peer_loading, remote_download, sleep, workload, migration, servers, "
-                "models, catalog, engines, profile)"
+                "queue, peer_loading, remote_download, load_beside_startup, sleep, workload, "
+                "migration, servers, models, catalog, engines, profile)"
             )
-    taken = (*_TOP, "engines", "profile", "sleep", _PEER, _DOWNLOAD)  # as the user gives them
+    taken = (*_TOP, "engines", "profile", "sleep", *_SWITCHES)  # as the user gives them
     merged = {**default, **{k: v for k, v in user.items() if k in taken}}
     for section in _SECTIONS:
         merged[section] = {**default[section], **sub_table(user.get(section, {}), section)}
@@ -151,6 +151,7 @@ def _build(table: dict) -> ClusterConfig:
     migration = parse_fields(table["migration"], _MIGRATION, "migration.")
     peer = _switch(table, _PEER)
     download = _switch(table, _DOWNLOAD)
+    beside = _switch(table, _BESIDE)
     own = (*_PEER_LINKS, *_HOST_KEYS)  # keys parsed on their own, below
     groups = [
         parse_fields({k: v for k, v in group.items() if k not in own}, _SERVER, f"servers[{i}].")
@@ -208,6 +209,7 @@ def _build(table: dict) -> ClusterConfig:
         "keep_alive": top["keep_alive"].text,
         **({_PEER: True} if peer else {}),
         **({_DOWNLOAD: True} if download else {}),
+        **({_BESIDE: True} if beside else {}),
         "workload": workload,
         "migration": migration,
         "servers": groups,
@@ -234,6 +236,7 @@ def _build(table: dict) -> ClusterConfig:
         overlapped=overlapped,
         sleep=sleep or None,
         remote_download=download,
+        load_beside_startup=beside,
     )
 
 
@@ -295,6 +298,10 @@ def _compute_bytes(name: str, raw: dict, spec: dict) -> int:
 
 # A remote start downloads to SSD, then loads from there (`sim.model.loading`).
 _DOWNLOAD = "remote_download"
+# A start's load runs beside its start-up (the default one, or the profile's measured
+# engine), as where a per-server checkpoint store reads it while the engine starts.
+_BESIDE = "load_beside_startup"
+_SWITCHES = (_PEER, _DOWNLOAD, _BESIDE)
 # The aggregate bandwidth of the one disk a host's servers share (`servers_per_host`), and
 # its aggregate while two or more transfers cross it, the CPU-seconds per GB its loads
 # from SSD and its downloads take on the host's cores, the seconds per GB a deletion from
@@ -407,7 +414,8 @@ def read_config(
         derived, digest = read_profile(Path(profile))
         where = f"{where} with the profile {profile}" if where else f"{profile}"
         try:
-            applied = apply_profile(table, derived, _sizes(table["models"]))
+            beside = _switch(table, _BESIDE)
+            applied = apply_profile(table, derived, _sizes(table["models"]), beside)
         except InputError as err:
             raise InputError(f"{where}: {err}") from None
         table["profile"] = {"path": str(profile), "sha256": digest, "applied": applied}

@@ -56,8 +56,9 @@ has `host_disk_shared_bytes_per_s`; `load_cpu_s_per_gb` and
 has `ssd_delete_s_per_byte`; `startup_company_slowdown`,
 where it has it) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
-CPU-seconds), then its CPU-bound part, then the load, then the warm-up where the profile
-has one (a fixed stage); every model without an engine of its own takes it.
+CPU-seconds), then its CPU-bound part, then the load (or, where the cluster sets
+`load_beside_startup`, the three overlapped), then the warm-up where the profile has one
+(a fixed stage); every model without an engine of its own takes it.
 `measurements` are the raw figures behind `derived`, kept for provenance.
 """
 
@@ -214,11 +215,14 @@ def read_profile(path: Path) -> tuple[dict[str, float], str]:
 
 
 def apply(
-    table: dict, derived: dict[str, float], models: dict[str, tuple[int, int, bool]]
+    table: dict,
+    derived: dict[str, float],
+    models: dict[str, tuple[int, int, bool]],
+    load_beside_startup: bool = False,
 ) -> list[str]:
     """Lay the profile over `table`, the merged cluster table, whose `models` have the
     bytes a forward pass reads, GPUs and own-engine flag given (checked); returns the keys
-    it set."""
+    it set. `load_beside_startup`: the cluster's switch, which the measured engine obeys."""
     applied = ["instance_startup_s"]
     table["instance_startup_s"] = derived["instance_startup_s"]
     links = {"ssd_read": "ssd_read_bytes_per_s", "pcie": "dram_to_gpu_bytes_per_s"}
@@ -244,15 +248,18 @@ def apply(
     table["migration"]["round_overhead_s"] = derived["migration_fixed_s"]
     applied.append("migration.round_overhead_s")
     if "host_cores" in derived:
-        applied += _apply_startup(table, derived, models)
+        applied += _apply_startup(table, derived, models, load_beside_startup)
     return applied
 
 
 def _apply_startup(
-    table: dict, derived: dict[str, float], models: dict[str, tuple[int, int, bool]]
+    table: dict,
+    derived: dict[str, float],
+    models: dict[str, tuple[int, int, bool]],
+    beside: bool,
 ) -> list[str]:
     """Version 2: the groups' host cores (and disk), and the measured start-up as an
-    engine."""
+    engine, its load after the start-up or, `beside`, overlapping it."""
     applied = []
     for i, group in enumerate(table["servers"]):
         group["host_cores"] = derived["host_cores"]
@@ -272,12 +279,13 @@ def _apply_startup(
             group["startup_company_slowdown"] = derived["startup_company_slowdown"]
             applied.append(f"servers[{i}].startup_company_slowdown")
     cpu = derived["startup_cpu_s"]
-    stages: list[dict[str, Any]] = [
+    startup: list[dict[str, Any]] = [
         {"name": "startup", "seconds": derived["instance_startup_s"] - cpu}
     ]
     if cpu > 0:
-        stages.append({"name": "startup-cpu", "cpu_seconds": cpu})
-    stages.append({"name": "load"})
+        startup.append({"name": "startup-cpu", "cpu_seconds": cpu})
+    load = {"name": "load"}
+    stages: list[Any] = [[*startup, load]] if beside else [*startup, load]
     if derived.get("warmup_s", 0.0) > 0:
         stages.append({"name": "warmup", "seconds": derived["warmup_s"]})
     table["engines"] = {**table.get("engines", {}), MEASURED_ENGINE: {"stages": stages}}

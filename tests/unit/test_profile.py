@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from conftest import GiB, simulate, tiny_config
@@ -252,3 +253,48 @@ def test_compute_bytes_cannot_exceed_the_weights(tmp_path):
     )
     with pytest.raises(InputError, match=r"models\.a\.compute_bytes: more than the model's"):
         read_config(cluster)
+
+
+def _beside(tmp_path: Path) -> None:
+    """TINY with its loads beside the start-up."""
+    path = tmp_path / "tiny.toml"
+    path.write_text("load_beside_startup = true\n" + path.read_text())
+
+
+def test_with_load_beside_startup_the_measured_engine_loads_while_it_starts(tmp_path):
+    tiny_config(tmp_path, ssd_a="[0]")
+    _beside(tmp_path)
+    config = read_config(tmp_path / "tiny.toml", write(tmp_path, V2, version=2))
+    steps = [[(s.name, s.kind) for s in step] for step in config.steps("a")]
+    assert steps == [[("startup", "fixed"), ("startup-cpu", "cpu"), ("load", "load")]]
+    # Alone: 4 GiB from SSD at 2 GiB/s (2 s) beside the start-up (0.5 s fixed beside
+    # 1.5 CPU-seconds): the longer of the two, not their sum.
+    assert simulate(config, [(0.0, "a", 512, 1)]).table.startup_s[0] == 2.0
+    again = read_config(_resolved(tmp_path, config))
+    assert again.load_beside_startup and again.engines == config.engines
+
+
+def test_with_load_beside_startup_the_default_start_up_overlaps_the_load(tmp_path):
+    tiny_config(tmp_path, ssd_a="[0]")
+    plain = read_config(tmp_path / "tiny.toml")
+    _beside(tmp_path)
+    beside = read_config(tmp_path / "tiny.toml")
+    assert [len(step) for step in plain.steps("a")] == [1, 1]
+    assert [len(step) for step in beside.steps("a")] == [2]
+    row = [(0.0, "a", 512, 1)]
+    startup, load = plain.instance_startup_s, simulate(plain, row).table.startup_s[0]
+    assert simulate(beside, row).table.startup_s[0] == pytest.approx(max(startup, load - startup))
+
+
+def test_load_beside_startup_must_be_a_boolean(tmp_path):
+    tiny_config(tmp_path)
+    path = tmp_path / "tiny.toml"
+    path.write_text('load_beside_startup = "yes"\n' + path.read_text())
+    with pytest.raises(InputError, match="load_beside_startup: "):
+        read_config(path)
+
+
+def _resolved(tmp_path: Path, config) -> Path:
+    resolved = tmp_path / "resolved.toml"
+    resolved.write_text(config.to_toml())
+    return resolved
