@@ -145,7 +145,7 @@ def _evaluate(
                 rows[policy].append(
                     (
                         *(moves[f"ttft_p{q}_sensitivity"] for q in (50, 90, 99)),
-                        _or_nan(load_share_sim(requests, instances, warmup_s)),
+                        _or_nan(load_share_sim(requests, instances, warmup_s, setting.store)),
                         float((requests["tier"] == "remote").mean()),
                     )
                 )

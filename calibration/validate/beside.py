@@ -7,12 +7,16 @@ only that the simulator is optimistic; grouping the start-ups by the work they o
 says under which company it is. Each side is grouped on its own timeline: a start-up
 (spawn to torch imported; the simulator's start-up less its load and warm-up) is beside
 another start-up, a load from SSD (a remote load's part after its download) or a
-download when their spans overlap. Loads from DRAM are too short to count.
+download when their spans overlap. Loads from DRAM are too short to count. Where the
+simulator loads beside the start-up (`load_beside_startup`), its runtime ends somewhere
+inside the step it shares with the load, which its log does not say: its side is then
+empty, and its start-ups keep no other start-up company.
 """
 
 import numpy as np
 import pandas as pd
 
+from calibration.validate.load_span import sim_load_span
 from thaw_kernel.tiers import Tier
 
 KINDS = ("start-up", "load", "download")
@@ -20,13 +24,13 @@ ALONE = "alone"
 
 
 def runtime_start_beside(
-    real: pd.DataFrame, sim: pd.DataFrame, warmup_s: float
+    real: pd.DataFrame, sim: pd.DataFrame, warmup_s: float, beside: bool = False
 ) -> dict[str, dict[str, float | int | None]]:
     """Per company (`alone`, or the kinds beside it joined by "+"), the real and simulated
     start-ups' count and median: `real` is the replay's instances (`Records.instances_frame`),
-    `sim` the simulator's instance log."""
+    `sim` the simulator's instance log (`beside`: its loads beside the start-ups)."""
     real_groups = _grouped(real_spans(real))
-    sim_groups = _grouped(sim_spans(sim, warmup_s))
+    sim_groups = _grouped(sim_spans(sim, warmup_s, beside))
     out = {}
     for label in sorted(set(real_groups) | set(sim_groups), key=company_order):
         r, s = real_groups.get(label, []), sim_groups.get(label, [])
@@ -39,30 +43,43 @@ def runtime_start_beside(
     return out
 
 
-Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# (spawned, started, began, downloaded, loaded, tier): the runtime runs from spawned to
+# started, the load (its download first, from the remote store) from began to loaded.
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def real_spans(rows: pd.DataFrame) -> Spans:
-    """(spawned, started, downloaded, loaded, tier): a download ends where it was stamped;
-    a load that downloaded nothing "downloaded" at its start."""
+    """The spans of the replay's instances: a download ends where it was stamped; a load
+    that downloaded nothing "downloaded" at its beginning; a load begins when the runtime
+    has started, or where a store read it, when the store took its order."""
     if rows.empty:  # a replay that started nothing has no columns either
-        return tuple(np.array([]) for _ in range(5))  # type: ignore[return-value]
+        return tuple(np.array([]) for _ in range(6))  # type: ignore[return-value]
     started = rows["started"].to_numpy(dtype=float)
-    downloaded = rows["downloaded"].to_numpy(dtype=float)
-    downloaded = np.where(np.isnan(downloaded), started, downloaded)
+    began = _column(rows, "load_began", started)
+    downloaded = _column(rows, "downloaded", began)
+    loaded = _column(rows, "load_ended", rows["loaded"].to_numpy(dtype=float))
     spawned = rows["spawned"].to_numpy(dtype=float)
-    return spawned, started, downloaded, rows["loaded"].to_numpy(dtype=float), _tiers(rows)
+    return spawned, started, began, downloaded, loaded, _tiers(rows)
 
 
-def sim_spans(log: pd.DataFrame, warmup_s: float) -> Spans:
+def _column(rows: pd.DataFrame, name: str, otherwise: np.ndarray) -> np.ndarray:
+    """`rows[name]`, or `otherwise` where it is missing."""
+    if name not in rows:
+        return otherwise
+    values = rows[name].to_numpy(dtype=float)
+    return np.where(np.isnan(values), otherwise, values)
+
+
+def sim_spans(log: pd.DataFrame, warmup_s: float, beside: bool = False) -> Spans:
     """The same spans from the simulator's instance log: the runtime is the start-up
-    less the load and the warm-up, the load follows it, the download opens the load."""
+    less the load and the warm-up, the load follows it, the download opens the load;
+    `beside`, the load begins with the start-up, and the runtime's end is unknown (NaN)."""
     loaded = log[~log["asleep"]].dropna(subset=["ready_s", "load_s"])
     spawned = loaded["allocated_s"].to_numpy(dtype=float)
-    load = loaded["load_s"].to_numpy(dtype=float)
-    started = loaded["ready_s"].to_numpy(dtype=float) - load - warmup_s
+    began, ended = sim_load_span(loaded, warmup_s, beside)
+    started = np.full(len(began), np.nan) if beside else began
     download = np.nan_to_num(loaded["download_s"].to_numpy(dtype=float))
-    return spawned, started, started + download, started + load, _tiers(loaded)
+    return spawned, started, began, began + download, ended, _tiers(loaded)
 
 
 def _tiers(rows: pd.DataFrame) -> np.ndarray:
@@ -83,15 +100,15 @@ def company(spans: Spans, i: int, a: float, b: float) -> str:
     """The kinds of work of the starts other than start `i` that overlapped the span
     from `a` to `b` (`alone`, or the kinds joined by "+"): a start-up (spawn to start),
     a load from SSD (a remote start's part after its download) or a download."""
-    spawned, started, downloaded, loaded, tier = spans
+    spawned, started, began, downloaded, loaded, tier = spans
     others = np.arange(len(spawned)) != i
     from_disk = (tier == Tier.SSD) | (tier == Tier.REMOTE)
-    disk_from = np.where(tier == Tier.REMOTE, downloaded, started)
-    downloads = (tier == Tier.REMOTE) & (downloaded > started)
+    disk_from = np.where(tier == Tier.REMOTE, downloaded, began)
+    downloads = (tier == Tier.REMOTE) & (downloaded > began)
     near = (
         others & (spawned < b) & (started > a),
         others & from_disk & (disk_from < b) & (loaded > a) & (loaded > disk_from),
-        others & downloads & (started < b) & (downloaded > a),
+        others & downloads & (began < b) & (downloaded > a),
     )
     return "+".join(kind for kind, hit in zip(KINDS, near, strict=True) if hit.any()) or ALONE
 

@@ -95,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=list(SCENARIOS),
         default="startup",
         help="startup: small checkpoints, a cold start is mostly the engine's start-up "
-        "(default); tiers: 1-2 GB checkpoints over DRAM, SSD and a remote store",
+        "(default); tiers: 1-2 GB checkpoints over DRAM, SSD and a remote store, each "
+        "server's checkpoint store reading them while the engines start; tiers-serial: "
+        "the same, each engine loading its own after its start-up",
     )
     parser.add_argument("--quick", action="store_true", help="a shorter trace (CI)")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -193,7 +195,8 @@ def _validate_policy(
     simulated, sim_instances = simulate(layout, predicting, policy, seed)
     real_ttft, sim_ttft = real["ttft_s"].to_numpy(), simulated["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
-    sim_stages_s = sim_stages(simulated, sim_instances, predicted)
+    beside = config.load_beside_startup
+    sim_stages_s = sim_stages(simulated, sim_instances, predicted, beside)
     files: dict[str, pd.DataFrame | bytes] = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,
@@ -228,11 +231,11 @@ def _validate_policy(
         "loads_by_tier_real": loads_by_tier_real(records),
         "loads_by_tier_sim": loads_by_tier_sim(sim_instances),
         "load_share_real": load_share(records, real),
-        "load_share_sim": load_share_sim(simulated, sim_instances, warmup_s),
+        "load_share_sim": load_share_sim(simulated, sim_instances, warmup_s, beside),
         "requests_by_tier_real": requests_by_tier(real),
         "requests_by_tier_sim": requests_by_tier(simulated),
-        "runtime_start_beside": runtime_start_beside(instances, sim_instances, warmup_s),
-        "paired_stages": paired_stages(instances, sim_instances, warmup_s),
+        "runtime_start_beside": runtime_start_beside(instances, sim_instances, warmup_s, beside),
+        "paired_stages": paired_stages(instances, sim_instances, warmup_s, beside),
     }
     return result, files, after
 

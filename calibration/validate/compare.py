@@ -82,7 +82,7 @@ def instance_phases(records: Records) -> dict[str, float]:
         # Against the profile's `startup_cpu_s`: more work, or less of a core to do it on.
         "process_start_cpu_s_median": float(rows["started_cpu_s"].median()),
         "overlapping_starts": int(shared.sum()),
-        "load_s_median": float((rows["loaded"] - rows["started"]).median()),
+        "load_s_median": float((rows["load_ended"] - rows["load_began"]).median()),
         "build_s_median": float((rows["ready"] - rows["loaded"]).median()),
     }
 

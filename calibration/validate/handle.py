@@ -1,5 +1,6 @@
 """The replay scheduler's handle on one real instance process: where it runs, what it
-holds, and the commands it has not yet been able to send."""
+holds, and the commands it has not yet been able to send (before its process is spawned,
+or while it is held, waiting for its checkpoint store)."""
 
 import json
 import subprocess
@@ -39,6 +40,8 @@ class Handle:
     reserved: bool = False  # a migration's target: takes no new request until it resumes
     unsent: list[dict] = field(default_factory=list)  # commands for a process not yet spawned
     kept: bool = False  # a download the server's SSD held (else dropped after the load)
+    stored: bool = False  # its checkpoint read into DRAM by its server's store
+    held: bool = False  # spawned with `hold`: no command until `release`
 
     @property
     def occupancy(self) -> int:
@@ -50,9 +53,24 @@ class Handle:
         return self.state == WARM and bool(self.requests) and not (self.migrating or self.reserved)
 
     def send(self, command: dict) -> None:
-        if self.process is None:
+        if self.process is None or self.held:
             self.unsent.append(command)
             return
-        assert self.process.stdin is not None
+        self._write(command)
+
+    def flush(self) -> None:
+        """Send the commands that waited for the process, or for its release."""
+        for command in self.unsent:
+            self._write(command)
+        self.unsent.clear()
+
+    def release(self) -> None:
+        """Let a held process load (any line does), then send what waited."""
+        self.held = False
+        self._write({})
+        self.flush()
+
+    def _write(self, command: dict) -> None:
+        assert self.process is not None and self.process.stdin is not None
         self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()

@@ -16,7 +16,7 @@ Protocol: JSON lines. On stdin, `{"admit": id, "input": n, "output": m}`; for a
 migration's source `{"snapshot": {"threshold": x, "rounds": k, "max_rounds": m}}`; for
 its destination `{"recompute": [HANDOVER, ...]}` and `{"adopt": [HANDOVER, ...],
 "waiting": [HANDOVER, ...]}`, a HANDOVER being `{"request", "tokens", "output",
-"generated"}`; with `hold` (the disk probe's), first any line, before it loads. The
+"generated"}`; with `hold`, first any line, before it loads. The
 scheduler kills an instance to stop it, and stdin's end stops it too, should the
 scheduler die. On stdout, `{"event": E, "t": time.monotonic(), ...}` for E in `started`
 (torch imported, and on a GPU its context made; with `cpu_s`, the CPU-seconds that
@@ -30,7 +30,6 @@ bytes in host memory, before any copy to a GPU; with `cpu_s`, the CPU-seconds so
 
 import json
 import queue
-import shutil
 import sys
 import threading
 import time
@@ -39,14 +38,10 @@ from pathlib import Path
 
 import torch
 
-from calibration.checkpoint.buffers import file_buffer
-from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME
-from calibration.checkpoint.pagecache import make_cold
-from calibration.checkpoint.reader import buffer_bytes, load
+from calibration.checkpoint.reader import load
 from calibration.migration.model import ModelConfig, Transformer
-from calibration.remote.client import download
+from calibration.validate.dram_install import fetch, read_into_dram
 from calibration.validate.engine import Engine
-from thaw_kernel.publish import staged_directory
 
 # The tensor a `tiers` checkpoint carries to reach its size: loaded, then dropped.
 BALLAST = "ballast"
@@ -69,8 +64,10 @@ class Spec:
     device: str = "cpu"  # or the server's CUDA device, "cuda:N"
     # From the remote store: {"url", "server", "name"}, downloaded into `checkpoint` first.
     download: dict | None = None
-    # The disk probe's (`calibration.validate.reprobe`): once started, wait for a line on
-    # stdin before loading, so that several instances' loads begin together, each cold.
+    # Once started, wait for a line on stdin before loading: the disk probe's
+    # (`calibration.validate.reprobe`), so that several instances' loads begin together,
+    # each cold; and, where a checkpoint store reads the checkpoint into DRAM
+    # (`calibration.validate.store_process`), until its copy is there.
     hold: bool = False
 
 
@@ -87,20 +84,13 @@ def load_checkpoint(spec: Spec) -> Transformer:
     path = Path(spec.checkpoint)
     device = torch.device(spec.device)
     if spec.download is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fetched = download(
-            spec.download["url"], spec.download["server"], spec.download["name"], path
-        )
-        emit("downloaded", bytes=fetched.bytes)
+        emit("downloaded", bytes=fetch(spec.download, path))
     if spec.install is None:
         weights = load(path, device)
         _synchronize(device)
         emit("loaded")
     else:
-        make_cold(str(path / BLOB_NAME))
-        with staged_directory(Path(spec.install), "installed checkpoint") as staging:
-            shutil.copyfile(path / INDEX_NAME, staging / INDEX_NAME)
-            weights = load(path, out=file_buffer(staging / BLOB_NAME, buffer_bytes(path)))
+        with read_into_dram(path, Path(spec.install)) as weights:
             emit("read", cpu_s=time.process_time())  # in host memory, not yet on a GPU
             weights = {name: tensor.to(device) for name, tensor in weights.items()}
             _synchronize(device)

@@ -31,16 +31,19 @@ STAGES = ("runtime", "download", "disk load")
 Span = tuple[float, float]
 
 
-def paired_stages(real: pd.DataFrame, sim: pd.DataFrame, warmup_s: float) -> dict:
+def paired_stages(
+    real: pd.DataFrame, sim: pd.DataFrame, warmup_s: float, beside: bool = False
+) -> dict:
     """How many starts the two sides shared (`pairs`, of `instances` real ones) and, per
     stage, and per stage and company, the pairs' count, each side's median and the median
     of real over simulated: `real` is the replay's instances (`Records.instances_frame`),
-    `sim` the simulator's instance log."""
+    `sim` the simulator's instance log (`beside`: its loads beside the start-ups, whose
+    runtime it then cannot time)."""
     real_rows = _in_start_order(real, "spawned")
     sim_rows = _in_start_order(
         sim[~sim["asleep"]].dropna(subset=["ready_s", "load_s"]), "allocated_s"
     )
-    r, s = real_spans(real_rows), sim_spans(sim_rows, warmup_s)
+    r, s = real_spans(real_rows), sim_spans(sim_rows, warmup_s, beside)
     pairs = _shared_starts(_keys(real_rows, r), _keys(sim_rows, s), r[0], s[0])
     stages: dict[str, list[tuple[str, float, float]]] = {stage: [] for stage in STAGES}
     for k, j in pairs:
@@ -64,7 +67,7 @@ def _keys(rows: pd.DataFrame, spans: Spans) -> list[tuple[str, int, str]]:
     """Each start's model, server and tier."""
     if rows.empty:
         return []
-    return list(zip(rows["model"].astype(str), rows["server"].astype(int), spans[4], strict=True))
+    return list(zip(rows["model"].astype(str), rows["server"].astype(int), spans[5], strict=True))
 
 
 def _shared_starts(
@@ -94,10 +97,10 @@ def _shared_starts(
 def _stage_spans(r: Spans, k: int, s: Spans, j: int) -> Iterator[tuple[str, Span, Span]]:
     """(stage, real span, simulated span) for each stage that real start `k` and its
     simulated twin `j` went through."""
-    spawned, started, downloaded, loaded, tier = range(5)
+    spawned, started, began, downloaded, loaded, tier = range(6)
     yield "runtime", (r[spawned][k], r[started][k]), (s[spawned][j], s[started][j])
     if r[tier][k] == Tier.REMOTE:
-        yield "download", (r[started][k], r[downloaded][k]), (s[started][j], s[downloaded][j])
+        yield "download", (r[began][k], r[downloaded][k]), (s[began][j], s[downloaded][j])
     if r[tier][k] in (Tier.SSD, Tier.REMOTE):
         yield "disk load", (r[downloaded][k], r[loaded][k]), (s[downloaded][j], s[loaded][j])
 

@@ -4,7 +4,9 @@ A request's TTFT splits as the simulator's does (`sim.engine.request_table`): qu
 placement), startup (placement until its instance was ready: spawn, torch import and
 checkpoint load), prefill (the rest, waiting behind other prompts included); an
 instance's startup splits further into the process start (spawn to `started`, after
-importing torch) and the load (`started` to `ready`). A live migration adds to its
+importing torch) and the load (`load_began` to `load_ended`: from `started`, or where a
+checkpoint store reads the checkpoint, from the order it took as the process spawned to
+its copy in DRAM), then the model's build (to `ready`). A live migration adds to its
 request's count, its pause (the source's stop to the target's resumption) and rounds, as
 the simulator's table does; `generated` is the output tokens the request got in all, on
 every instance it ran on.
@@ -29,6 +31,10 @@ class InstanceRecord:
     stopped: float = np.nan
     started_cpu_s: float = np.nan  # the CPU-seconds the process had spent by `started`
     downloaded: float = np.nan  # from the remote store: the checkpoint on the server's SSD
+    # Where the server's checkpoint store reads the checkpoint: the store's taking the
+    # order (about `spawned`); NaN where the engine loads it itself, from `started`.
+    load_began: float = np.nan
+    stored: float = np.nan  # the store's DRAM copy published (with a store only)
 
 
 @dataclass
@@ -70,8 +76,14 @@ class Records:
         self.migration_rounds[i] += rounds
 
     def instances_frame(self) -> pd.DataFrame:
-        """One row per instance: model, server, tier and its phases' times."""
-        return pd.DataFrame([vars(i) for i in self.instances])
+        """One row per instance: model, server, tier and its phases' times, its load
+        from `load_began` (`started` where the engine loads itself) to `load_ended` (the
+        store's copy in DRAM where a store read it, else `loaded`)."""
+        frame = pd.DataFrame([vars(i) for i in self.instances])
+        if not frame.empty:
+            frame["load_began"] = frame["load_began"].fillna(frame["started"])
+            frame["load_ended"] = frame["stored"].fillna(frame["loaded"])
+        return frame
 
     def frame(self) -> pd.DataFrame:
         """One row per request, with the simulator's TTFT parts."""

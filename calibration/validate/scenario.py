@@ -10,9 +10,13 @@ weights. Two scenarios:
   tier: a cold start is mostly the engine's own start-up.
 - `tiers`: each checkpoint padded with a `ballast` tensor to 1-2 GB (every byte is
   loaded at each cold start; the engine drops the ballast and computes with the
-  decoder), one SSD copy of each, SSDs of a fixed size (LRU), and a remote object store
-  on loopback (`calibration.remote`) from which a cold start downloads the checkpoint
-  into its server's SSD and then loads it: a cold start is mostly the load.
+  decoder), one SSD copy of each, SSDs of a fixed size (LRU), a remote object store on
+  loopback (`calibration.remote`) from which a cold start downloads the checkpoint into
+  its server's SSD and then loads it, and on each server a checkpoint store that reads
+  the checkpoint into DRAM while the engine starts, as ServerlessLLM's does: a cold
+  start is mostly the load.
+- `tiers-serial`: `tiers` without the checkpoint stores: each engine loads its own
+  checkpoint once its runtime has started, the load after the start-up.
 
 The simulator gets the same cluster as a TOML file: weights = the real blobs' bytes
 (`compute_bytes` = the decoder's own, which its inference speed scales by), the same
@@ -25,7 +29,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +101,10 @@ class Scenario:
     # The checkpoint `calibration.measure` times the disk on (its `--size`); 0 for its
     # quick default. Loads of gigabytes run at the disk's steady rate, not a small file's.
     probe_bytes: int = 0
+    # A checkpoint store per server (`calibration.validate.store_process`) reads a cold
+    # start's checkpoint from SSD or the remote store into DRAM while its engine starts,
+    # as ServerlessLLM's does; else the engine loads it itself once it has started.
+    store: bool = False
 
     def __post_init__(self) -> None:
         if self.gpus != 1:  # the books, the view's load estimates and the replay assume it
@@ -164,6 +172,7 @@ def tiers_sized(checkpoint_bytes: tuple[int, ...]) -> dict:
 # error of its inputs cannot be validated.
 TIERS = dict(
     name="tiers",
+    store=True,
     ssd_copies=1,
     remote_rate=450e6,
     probe_bytes=GB,
@@ -173,7 +182,12 @@ TIERS = dict(
 )
 TIERS_QUICK = Scenario(requests=100, rate=0.75, servers=2, **TIERS)
 TIERS_FULL = Scenario(requests=200, rate=0.9, servers=3, **TIERS)
-SCENARIOS = {"startup": (QUICK, FULL), "tiers": (TIERS_QUICK, TIERS_FULL)}
+SERIAL = dict(name="tiers-serial", store=False)
+SCENARIOS = {
+    "startup": (QUICK, FULL),
+    "tiers": (TIERS_QUICK, TIERS_FULL),
+    "tiers-serial": (replace(TIERS_QUICK, **SERIAL), replace(TIERS_FULL, **SERIAL)),
+}
 
 
 @dataclass(frozen=True)
@@ -365,5 +379,7 @@ def write_cluster(scenario: Scenario, layout: Layout, sizes: dict[str, int]) -> 
     }
     if scenario.remote:
         table["remote_download"] = True
+    if scenario.store:  # the stores read while the engines start
+        table["load_beside_startup"] = True
     text = "# Written by python -m calibration.validate; speeds come from --profile.\n"
     layout.cluster.write_text(text + tomli_w.dumps(table))

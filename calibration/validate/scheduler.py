@@ -9,8 +9,12 @@ finishes or an instance goes idle. An idle instance stays warm `keep_alive_s`, a
 reclaimed earlier (oldest idle first) when a new instance needs its GPU. A decision that
 migrates busy instances away (`calibration.validate.replay_migration`) starts each one's target
 on its destination at once, and the new instance once they have left, its requests
-waiting for it meanwhile. Every time is `time.monotonic()`, shared by all the processes,
-from the replay's start.
+waiting for it meanwhile. Where the scenario has checkpoint stores
+(`calibration.validate.store_process`, one per server, up before the first arrival), a
+cold start from SSD or the remote store orders its server's store to read the
+checkpoint into DRAM as its instance spawns, and the instance, held once started, loads
+that copy when the store has it. Every time is `time.monotonic()`, shared by all the
+processes, from the replay's start.
 """
 
 import heapq
@@ -90,7 +94,10 @@ class Replay:
         self._waiting: dict[str, deque[int]] = {}
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
-        self._inbox: queue.Queue[tuple[Handle, dict | None]] = queue.Queue()
+        # An instance's message, or a store's about the instance it reads for; (None,
+        # None) when a store has ended.
+        self._inbox: queue.Queue[tuple[Handle | None, dict | None]] = queue.Queue()
+        self._stores: list[subprocess.Popen] = []  # by server, with `scenario.store`
         self._done = 0
         self._t0 = 0.0
         self._deleter = Deleter()  # SSD copies, deleted off the loop
@@ -107,6 +114,8 @@ class Replay:
         subprocess.run(
             [sys.executable, "-c", "import calibration.validate.instance_process"], check=True
         )
+        if self.scenario.store:
+            self._open_stores()
         self._t0 = time.monotonic() + LEAD_S
         self.books.clock = self.now
         for i, arrival in enumerate(self.trace["arrival_s"]):
@@ -142,10 +151,46 @@ class Replay:
         for instance in self._instances:
             if instance.state != STOPPED:
                 self._stop(instance)
-        for instance in self._instances:
-            if instance.process is not None:
-                instance.process.wait(timeout=60)
+        for store in self._stores:
+            store.kill()  # a read in flight is of no more use
+        for process in [i.process for i in self._instances] + self._stores:
+            if process is not None:
+                process.wait(timeout=60)
         self._deleter.close()
+
+    # --- the checkpoint stores ---
+
+    def _open_stores(self) -> None:
+        """One store per server, each up (torch imported) before this returns."""
+        for server in range(self.scenario.servers):
+            stderr = open(self.layout.work / f"store-{server}.err", "w")  # noqa: SIM115
+            store = subprocess.Popen(
+                [sys.executable, "-m", "calibration.validate.store_process"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+            stderr.close()
+            self._stores.append(store)
+        for server, store in enumerate(self._stores):
+            assert store.stdout is not None
+            if not store.stdout.readline():
+                raise RuntimeError(f"checkpoint store {server} died: {self._last_error(server)}")
+            threading.Thread(target=self._listen_to_store, args=(store,), daemon=True).start()
+
+    def _listen_to_store(self, store: subprocess.Popen) -> None:
+        """Pass a store's messages on as the instance's they are about; (None, None) at
+        its end."""
+        assert store.stdout is not None
+        for line in store.stdout:
+            message = json.loads(line)
+            self._inbox.put((self._instances[message["load"]], message))
+        self._inbox.put((None, None))
+
+    def _last_error(self, server: int) -> str:
+        error = (self.layout.work / f"store-{server}.err").read_text()
+        return (error.strip().splitlines() or ["no output"])[-1]
 
     # --- arrivals and routing (as sim.engine.simulator) ---
 
@@ -237,18 +282,22 @@ class Replay:
         self.books.reindex(server)
 
     def _spawn(self, instance: Handle) -> None:
-        """Start the instance's process, and pass it the commands that waited for it."""
+        """Start the instance's process (and, with stores, order its checkpoint from its
+        server's), and pass it the commands that waited for it."""
         server, model, tier = instance.server, instance.model, instance.tier
-        source = (
-            self.layout.dram_copy(server, model)
-            if tier == "dram"
-            else self.layout.ssd(server, model)
-        )
-        install = self.layout.dram_copy(server, model) if tier != "dram" else None
+        dram, ssd = self.layout.dram_copy(server, model), self.layout.ssd(server, model)
         download = None
         if tier == "remote":
             download = {"url": self.store_url, "server": server, "name": model}
-        spec = instance_spec(self.scenario, server, model, source, install, download)
+        if self.scenario.store and tier != "dram":
+            instance.held = instance.stored = True
+            order = {"load": instance.id, "checkpoint": str(ssd), "install": str(dram)}
+            self._order(server, order | {"download": download})
+            spec = instance_spec(self.scenario, server, model, dram, None) | {"hold": True}
+        elif tier == "dram":
+            spec = instance_spec(self.scenario, server, model, dram, None)
+        else:
+            spec = instance_spec(self.scenario, server, model, ssd, dram, download)
         stderr = open(self.layout.work / f"instance-{instance.id}.err", "w")  # noqa: SIM115
         instance.process = subprocess.Popen(
             instance_command(spec),
@@ -260,9 +309,14 @@ class Replay:
         stderr.close()
         self.records.instance_event(instance.id, "spawned", self.now())
         threading.Thread(target=self._listen, args=(instance,), daemon=True).start()
-        for command in instance.unsent:
-            instance.send(command)
-        instance.unsent.clear()
+        if not instance.held:
+            instance.flush()
+
+    def _order(self, server: int, order: dict) -> None:
+        stdin = self._stores[server].stdin
+        assert stdin is not None
+        stdin.write(json.dumps(order) + "\n")
+        stdin.flush()
 
     def _listen(self, instance: Handle) -> None:
         """Pass the instance's messages on; None once it has ended (or said nonsense, which
@@ -276,7 +330,10 @@ class Replay:
                 errors.write(f"unreadable message from the instance: {err}\n")
         self._inbox.put((instance, None))
 
-    def _handle(self, instance: Handle, message: dict | None) -> None:
+    def _handle(self, instance: Handle | None, message: dict | None) -> None:
+        if instance is None:
+            died = [k for k, store in enumerate(self._stores) if store.poll() is not None]
+            raise RuntimeError(f"checkpoint store {died[0]} died: {self._last_error(died[0])}")
         if message is None:
             if instance.state != STOPPED:
                 error = (self.layout.work / f"instance-{instance.id}.err").read_text()
@@ -286,14 +343,20 @@ class Replay:
         if instance.state == STOPPED:  # a migrated source's answer, crossing its release
             return
         event, t = message["event"], message["t"] - self._t0
-        if event in ("started", "downloaded", "loaded", "ready"):
+        if event in ("started", "downloaded", "loaded", "ready", "stored"):
             self.records.instance_event(instance.id, event, t)
-        if event == "started":
+        if event == "began":
+            self.records.instance_event(instance.id, "load_began", t)
+        elif event == "stored":
+            self._stored(instance)
+        elif event == "started":
             self.records.instance_event(instance.id, "started_cpu_s", message["cpu_s"])
         if event == "ready":
             self._ready(instance)
         elif event == "downloaded":
             self._downloaded(instance)
+        elif event == "loaded" and instance.stored:  # the store's DRAM copy, mapped
+            self._installed(instance)
         elif event == "loaded":
             self._loaded(instance)
         elif event in ("tokens", "recomputed", "resumed"):
@@ -334,6 +397,12 @@ class Replay:
         instance.kept = ssd.admit(instance.model, self.books.models[instance.model])
         if instance.kept:
             ssd.pin(instance.model)
+
+    def _stored(self, instance: Handle) -> None:
+        """The store has the checkpoint in DRAM: its SSD copy is free to go, and the
+        instance may load the DRAM copy (once it has started)."""
+        self._loaded(instance)
+        instance.release()
 
     def _loaded(self, instance: Handle) -> None:
         """A load from SSD (downloaded or not) is done: its copy may be evicted now."""

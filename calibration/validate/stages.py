@@ -15,7 +15,7 @@ from calibration.validate.records import Records
 # The stages in the order a cold start runs them, with what each covers on the real side.
 STAGES = {
     "runtime_start": "spawn to torch imported (and the device context made)",
-    "checkpoint_load": "the real loader, from the instance's tier",
+    "checkpoint_load": "the real loader, from the instance's tier (or its server's store)",
     "warmup": "the model built from the loaded weights",
     "first_prefill": "a cold request's prefill, from its instance's readiness",
 }
@@ -27,15 +27,18 @@ def real_stages(records: Records, requests: pd.DataFrame) -> dict[str, float]:
     cold = requests[requests["startup_s"] > 0]
     return {
         "runtime_start": _median(rows["started"] - rows["spawned"]),
-        "checkpoint_load": _median(rows["loaded"] - rows["started"]),
+        "checkpoint_load": _median(rows["load_ended"] - rows["load_began"]),
         "warmup": _median(rows["ready"] - rows["loaded"]),
         "first_prefill": _median(cold["prefill_s"]),
     }
 
 
-def sim_stages(requests: pd.DataFrame, instances: pd.DataFrame, derived: dict) -> dict[str, float]:
+def sim_stages(
+    requests: pd.DataFrame, instances: pd.DataFrame, derived: dict, beside: bool = False
+) -> dict[str, float]:
     """The same stages in the simulator's run: its start-up less the load and the warm-up
-    (the runtime, stretched by any contention for host cores it modelled), the load, the
+    (the runtime, stretched by any contention for host cores it modelled; NaN where the
+    load ran `beside` it, in one step whose parts the log does not time), the load, the
     warm-up, the cold requests' prefill."""
     started = instances.dropna(subset=["ready_s", "load_s"])
     load = started["load_s"].to_numpy()
@@ -43,7 +46,7 @@ def sim_stages(requests: pd.DataFrame, instances: pd.DataFrame, derived: dict) -
     warmup = derived.get("warmup_s", 0.0)
     cold = requests[requests["startup_s"] > 0]
     return {
-        "runtime_start": _median(pd.Series(startup - load - warmup)),
+        "runtime_start": float("nan") if beside else _median(pd.Series(startup - load - warmup)),
         "checkpoint_load": _median(pd.Series(load)),
         "warmup": warmup,
         "first_prefill": _median(cold["prefill_s"]),

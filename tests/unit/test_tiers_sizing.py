@@ -11,8 +11,10 @@ import pytest
 from calibration.checkpoint.format import BLOB_NAME
 from calibration.validate.scenario import (
     GB,
+    MODELS,
     OVER_ASKED,
     QUICK,
+    SCENARIOS,
     SHM,
     TIERS_QUICK,
     Layout,
@@ -20,7 +22,9 @@ from calibration.validate.scenario import (
     share_store_pages,
     tiers_sized,
     workspace,
+    write_cluster,
 )
+from sim.config import read_config
 from thaw_kernel.errors import InputError
 
 
@@ -30,6 +34,16 @@ def test_the_bundled_setting_is_its_checkpoints_sized():
         sized["dram_bytes"],
         sized["ssd_bytes"],
     )
+
+
+@pytest.mark.parametrize("name", ["tiers", "tiers-serial"])
+def test_the_tiers_scenarios_differ_only_in_who_loads_and_the_simulator_is_told(tmp_path, name):
+    quick, full = SCENARIOS[name]
+    assert quick.store is full.store is (name == "tiers")
+    assert replace(quick, name="tiers", store=True) == TIERS_QUICK
+    layout = Layout(tmp_path, tmp_path)
+    write_cluster(quick, layout, dict(zip(MODELS, quick.checkpoint_bytes, strict=True)))
+    assert read_config(layout.cluster).load_beside_startup is quick.store
 
 
 def test_the_caches_hold_what_the_scenario_says_and_no_more():
