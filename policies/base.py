@@ -169,6 +169,11 @@ class ClusterView(Protocol):
         take, sharing links with the loads in flight (assuming no others begin)."""
         ...
 
+    def copy_s(self, server: int, model: str) -> float:
+        """Seconds an engine's copy of `model`'s checkpoint from host memory onto its GPUs
+        on `server` takes (a `copy` stage: its own PCIe lanes, shared with nothing)."""
+        ...
+
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         """Seconds until CPU-bound stages of these CPU-seconds, beginning together `delay`
         seconds from now on `server`, would all end, sharing its host cores with the other

@@ -8,7 +8,8 @@ ready to prefill:
   it there, sharing the server's links with the loads in flight (`ClusterView.load_s`
   replays the fluid model forward: that is the queue wait), CPU-bound stages sharing
   the server's host cores with the other start-ups' (`ClusterView.cpu_s`, the same
-  replay), fixed stages their seconds;
+  replay), fixed stages their seconds, an engine's copy of its weights onto its GPUs
+  their bytes over its own PCIe lanes (`ClusterView.copy_s`);
 - a start that needs migrations first: each displaced instance's destination starts and
   loads its model, then the migration rounds run; the new instance starts once the last
   displaced instance has stopped.
@@ -31,7 +32,7 @@ tell the error.
 from dataclasses import dataclass
 
 from policies.base import ClusterView, Move, RoundCost, Running
-from thaw_kernel.stages import CPU, FIXED, LOAD, Step
+from thaw_kernel.stages import COPY, CPU, FIXED, LOAD, Step
 
 
 def start_s(
@@ -61,6 +62,8 @@ def step_s(view: ClusterView, server: int, model: str, step: Step, delay: float)
     longest = max((s.amount for s in step if s.kind == FIXED), default=0.0)
     if any(s.kind == LOAD for s in step):
         longest = max(longest, view.load_s(server, model, delay))
+    if any(s.kind == COPY for s in step):
+        longest = max(longest, view.copy_s(server, model))
     work = tuple(s.amount for s in step if s.kind == CPU)
     if work:
         longest = max(longest, view.cpu_s(server, work, delay))

@@ -11,7 +11,7 @@ from typing import Any
 
 import tomli_w
 
-from thaw_kernel.stages import Step, default_steps
+from thaw_kernel.stages import Step, copies, default_steps
 
 # A model's transformer layers when its catalog entry states none: Llama-2-7B's and
 # OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
@@ -163,7 +163,8 @@ class ClusterConfig:
     # (`sim.model.loading`); otherwise it streams from the remote store to the GPUs.
     remote_download: bool = False
     # A start's load runs beside its start-up, not after it: a per-server checkpoint store
-    # reads the checkpoint while the engine process starts (`load_beside_startup`).
+    # reads the checkpoint into host memory while the engine process starts, and the
+    # engine then copies it onto its GPUs (`load_beside_startup`).
     load_beside_startup: bool = False
 
     def sleep_of(self, model: str) -> SleepSpec | None:
@@ -184,6 +185,11 @@ class ClusterConfig:
         if engine and self.engines:
             return self.engines[engine]
         return default_steps(self.instance_startup_s, self.load_beside_startup)
+
+    def copies(self, model: str) -> bool:
+        """Whether `model`'s engine copies its checkpoint from host memory onto its GPUs
+        itself, after its load (a `copy` stage): the load then reads into host memory."""
+        return copies(self.steps(model))
 
     @property
     def server_count(self) -> int:

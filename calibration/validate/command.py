@@ -196,7 +196,7 @@ def _validate_policy(
     real_ttft, sim_ttft = real["ttft_s"].to_numpy(), simulated["ttft_s"].to_numpy()
     real_stages_s = real_stages(records, real)
     beside = config.load_beside_startup
-    sim_stages_s = sim_stages(simulated, sim_instances, predicted, beside)
+    sim_stages_s = sim_stages(simulated, sim_instances, predicted, config)
     files: dict[str, pd.DataFrame | bytes] = {
         f"{policy}-real.csv": real,
         f"{policy}-sim.csv": simulated,

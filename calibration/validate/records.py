@@ -6,7 +6,8 @@ checkpoint load), prefill (the rest, waiting behind other prompts included); an
 instance's startup splits further into the process start (spawn to `started`, after
 importing torch) and the load (`load_began` to `load_ended`: from `started`, or where a
 checkpoint store reads the checkpoint, from the order it took as the process spawned to
-its copy in DRAM), then the model's build (to `ready`). A live migration adds to its
+its copy in DRAM, then the engine's copy of the weights from there), then the model's
+build (to `ready`). A live migration adds to its
 request's count, its pause (the source's stop to the target's resumption) and rounds, as
 the simulator's table does; `generated` is the output tokens the request got in all, on
 every instance it ran on.
@@ -35,6 +36,10 @@ class InstanceRecord:
     # order (about `spawned`); NaN where the engine loads it itself, from `started`.
     load_began: float = np.nan
     stored: float = np.nan  # the store's DRAM copy published (with a store only)
+    # With stores, the engine takes its weights from the DRAM copy once it has started
+    # and the copy is there (its `copy`, to `loaded`): a start from DRAM then reads
+    # nothing into host memory, its load empty.
+    copies: bool = False
 
 
 @dataclass
@@ -58,8 +63,8 @@ class Records:
         self.placed_at[i], self.server[i], self.instance[i] = now, server, instance
         self.tier[i] = tier if math.isnan(self.instances[instance].ready) else "warm"
 
-    def created(self, model: str, server: int, tier: str) -> None:
-        self.instances.append(InstanceRecord(model, server, tier))
+    def created(self, model: str, server: int, tier: str, copies: bool = False) -> None:
+        self.instances.append(InstanceRecord(model, server, tier, copies=copies))
 
     def instance_event(self, instance: int, event: str, t: float) -> None:
         setattr(self.instances[instance], event, t)
@@ -76,13 +81,22 @@ class Records:
         self.migration_rounds[i] += rounds
 
     def instances_frame(self) -> pd.DataFrame:
-        """One row per instance: model, server, tier and its phases' times, its load
-        from `load_began` (`started` where the engine loads itself) to `load_ended` (the
-        store's copy in DRAM where a store read it, else `loaded`)."""
+        """One row per instance: model, server, tier and its phases' times; its load from
+        `load_began` (`started` where the engine loads itself) to `load_ended` (the
+        store's copy in DRAM where a store read it; with stores, a start from DRAM
+        reads nothing, its load ending where it began; else `loaded`); and with stores
+        its `copy_began` (the later of `started` and `stored`: the engine's copy of the
+        weights runs to `loaded`), NaN otherwise."""
         frame = pd.DataFrame([vars(i) for i in self.instances])
-        if not frame.empty:
-            frame["load_began"] = frame["load_began"].fillna(frame["started"])
-            frame["load_ended"] = frame["stored"].fillna(frame["loaded"])
+        if frame.empty:
+            return frame
+        frame["load_began"] = frame["load_began"].fillna(frame["started"])
+        empty = frame["copies"] & frame["stored"].isna()  # from DRAM: nothing to read
+        frame["load_ended"] = frame["stored"].fillna(
+            frame["loaded"].where(~empty, frame["started"])
+        )
+        after = frame[["started", "stored"]].max(axis=1)  # NaN columns skipped
+        frame["copy_began"] = after.where(frame["copies"])
         return frame
 
     def frame(self) -> pd.DataFrame:

@@ -267,7 +267,7 @@ class Replay:
             cache.touch(model)
             cache.pin(model)
         instance = Handle(len(self._instances), model, server, tier, leaving=leaving)
-        self.records.created(model, server, tier)
+        self.records.created(model, server, tier, self.scenario.store)
         self._instances.append(instance)
         if not leaving:
             self._spawn(instance)

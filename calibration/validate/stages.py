@@ -8,14 +8,17 @@ real instance pays the latter in its first prefill, so compare the sums of the l
 stages).
 """
 
+import numpy as np
 import pandas as pd
 
 from calibration.validate.records import Records
+from sim.spec import ClusterConfig
 
 # The stages in the order a cold start runs them, with what each covers on the real side.
 STAGES = {
     "runtime_start": "spawn to torch imported (and the device context made)",
     "checkpoint_load": "the real loader, from the instance's tier (or its server's store)",
+    "checkpoint_copy": "with stores: the engine's take of its weights from the DRAM copy",
     "warmup": "the model built from the loaded weights",
     "first_prefill": "a cold request's prefill, from its instance's readiness",
 }
@@ -28,18 +31,21 @@ def real_stages(records: Records, requests: pd.DataFrame) -> dict[str, float]:
     return {
         "runtime_start": _median(rows["started"] - rows["spawned"]),
         "checkpoint_load": _median(rows["load_ended"] - rows["load_began"]),
+        "checkpoint_copy": _median(rows["loaded"] - rows["copy_began"]),
         "warmup": _median(rows["ready"] - rows["loaded"]),
         "first_prefill": _median(cold["prefill_s"]),
     }
 
 
 def sim_stages(
-    requests: pd.DataFrame, instances: pd.DataFrame, derived: dict, beside: bool = False
+    requests: pd.DataFrame, instances: pd.DataFrame, derived: dict, config: ClusterConfig
 ) -> dict[str, float]:
     """The same stages in the simulator's run: its start-up less the load and the warm-up
     (the runtime, stretched by any contention for host cores it modelled; NaN where the
-    load ran `beside` it, in one step whose parts the log does not time), the load, the
-    warm-up, the cold requests' prefill."""
+    load ran beside it, in one step whose parts the log does not time), the load, the
+    engine's copy where it has one (its weights over its PCIe lanes), the warm-up, the
+    cold requests' prefill."""
+    beside = config.load_beside_startup
     started = instances.dropna(subset=["ready_s", "load_s"])
     load = started["load_s"].to_numpy()
     startup = (started["ready_s"] - started["allocated_s"]).to_numpy()
@@ -48,9 +54,22 @@ def sim_stages(
     return {
         "runtime_start": float("nan") if beside else _median(pd.Series(startup - load - warmup)),
         "checkpoint_load": _median(pd.Series(load)),
+        "checkpoint_copy": _median(copy_s(started, config)),
         "warmup": warmup,
         "first_prefill": _median(cold["prefill_s"]),
     }
+
+
+def copy_s(instances: pd.DataFrame, config: ClusterConfig) -> pd.Series:
+    """Each simulated instance's copy of its weights onto its GPUs (NaN without one)."""
+    pcie = config.servers[0].pcie  # the replay's servers are alike
+    return pd.Series(
+        [
+            spec.weights / (spec.gpus * pcie) if config.copies(name) else np.nan
+            for name, spec in ((m, config.models[m]) for m in instances["model"])
+        ],
+        dtype=float,
+    )
 
 
 def _median(values: pd.Series) -> float:

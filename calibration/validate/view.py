@@ -154,7 +154,11 @@ class Books:
         return sum(self.available_gpus(s) for s in range(len(self.free)))
 
     def load_s(self, server: int, model: str, delay: float) -> float:
-        return load_s(self.config, self.models[model], self.fastest_tier(server, model))
+        tier = self.fastest_tier(server, model)
+        return load_s(self.config, self.models[model], tier, self.config.copies(model))
+
+    def copy_s(self, server: int, model: str) -> float:
+        return self.models[model] / self.config.servers[0].pcie
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         """The stages alone on the host's cores, one core each at most."""
@@ -172,19 +176,20 @@ class Books:
         return round_cost(self.config, model, network)
 
 
-def load_s(config: ClusterConfig, size: int, tier: str) -> float:
+def load_s(config: ClusterConfig, size: int, tier: str, to_host: bool = False) -> float:
     """A load of `size` bytes from `tier` on one of the replay's servers, alone, as the
     simulator prices it: through PCIe from DRAM; also through the server's SSD link and
     the host's disk from SSD; from the remote store, the download over the network link
     (and the disk it writes to) first. A phase that takes CPU takes at least its CPU work
-    over the host's cores."""
+    over the host's cores. `to_host`: into host memory only (`sim.model.loading`)."""
     group = config.servers[0]  # one group: the replay's servers are alike
+    pcie = float("inf") if to_host else group.pcie
     if tier == "dram":
-        return size / group.pcie
+        return size / pcie
     disk = group.host_disk or float("inf")
     gb = size / 1e9
     read = max(
-        size / min(group.pcie, group.ssd_read, disk),
+        size / min(pcie, group.ssd_read, disk),
         gb * group.load_cpu_s_per_gb / group.host_cores,
     )
     if tier != "remote":

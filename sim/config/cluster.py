@@ -43,6 +43,7 @@ from sim.spec import (
 )
 from thaw_kernel import bounds
 from thaw_kernel.errors import InputError
+from thaw_kernel.stages import copies
 from thaw_kernel.toml_file import default_cluster, read_toml
 
 _TOP: dict[str, Parser] = {
@@ -177,6 +178,11 @@ def _build(table: dict) -> ClusterConfig:
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (thaw_kernel/bounds.py)")
     engines, overlapped, sleep = parse_engines(sub_table(table.get("engines", {}), "engines"))
+    if peer and (beside or any(copies(steps) for steps in engines.values())):
+        raise InputError(
+            "peer_loading: not modelled with an engine's copy from host memory (a copy "
+            "stage, or load_beside_startup): a load from a peer lands on the GPUs"
+        )
     if "sleep" in table:
         sleep[""] = parse_sleep(table["sleep"], "sleep")
     check_sleep_table(top["keep_alive"], bool(sleep), "keep_alive")

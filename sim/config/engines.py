@@ -8,7 +8,7 @@ from sim.config.fields import flag, identifier, non_negative, positive, sub_tabl
 from sim.config.sleep import parse_sleep
 from sim.spec import SleepSpec
 from thaw_kernel.errors import InputError
-from thaw_kernel.stages import CPU, FIXED, LOAD, Stage, Step
+from thaw_kernel.stages import COPY, CPU, FIXED, LOAD, Stage, Step
 
 
 def parse_engines(
@@ -47,12 +47,24 @@ def parse_engines(
                 raise InputError(f"{where}.stages: stage {stage.name!r} appears twice")
         if sum(stage.kind == LOAD for stage in stages) != 1:
             raise InputError(f'{where}.stages: expected exactly one {{name = "load"}} stage')
+        _check_copy(steps, where)
         engines[name] = tuple(steps)
         if _execute_while_load(engine, where, steps[-1]):
             overlapped.add(name)
         if "sleep" in engine:
             sleep[name] = parse_sleep(engine["sleep"], f"{where}.sleep")
     return engines, frozenset(overlapped), sleep
+
+
+def _check_copy(steps: list[Step], where: str) -> None:
+    """At most one copy stage, in a step after the load's: the weights must be in host
+    memory before the engine copies them."""
+    copy_steps = [i for i, step in enumerate(steps) for s in step if s.kind == COPY]
+    if len(copy_steps) > 1:
+        raise InputError(f'{where}.stages: at most one {{name = "copy"}} stage')
+    load_step = next(i for i, step in enumerate(steps) for s in step if s.kind == LOAD)
+    if copy_steps and copy_steps[0] <= load_step:
+        raise InputError(f"{where}.stages: the copy stage must come in a step after the load's")
 
 
 def _execute_while_load(engine: dict, where: str, last: Step) -> bool:
@@ -70,7 +82,8 @@ def _execute_while_load(engine: dict, where: str, last: Step) -> bool:
 
 
 def _stage(raw: Any, where: str) -> Stage:
-    """`{name = "load"}`, `{name, cpu_seconds}` (CPU-bound) or `{name, seconds}` (fixed)."""
+    """`{name = "load"}`, `{name = "copy"}`, `{name, cpu_seconds}` (CPU-bound) or `{name,
+    seconds}` (fixed)."""
     raw = sub_table(raw, where)
     for key in raw:
         if key not in ("name", "cpu_seconds", "seconds"):
@@ -80,10 +93,10 @@ def _stage(raw: Any, where: str) -> Stage:
     except ValueError as err:
         raise InputError(f"{where}.name: {err}") from None
     given = [key for key in ("cpu_seconds", "seconds") if key in raw]
-    if name == LOAD:
+    if name in (LOAD, COPY):
         if given:
-            raise InputError(f"{where}.{given[0]}: the load stage takes no duration")
-        return Stage(name, LOAD)
+            raise InputError(f"{where}.{given[0]}: the {name} stage takes no duration")
+        return Stage(name, name)
     if len(given) != 1:
         raise InputError(f"{where}: stage {name!r} needs cpu_seconds or seconds (one of them)")
     key = given[0]

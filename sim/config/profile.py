@@ -57,8 +57,9 @@ has `ssd_delete_s_per_byte`; `startup_company_slowdown`,
 where it has it) and creates the engine
 `measured` (docs/startup-stages.md): the start-up's fixed part (its wall time less its
 CPU-seconds), then its CPU-bound part, then the load (or, where the cluster sets
-`load_beside_startup`, the three overlapped), then the warm-up where the profile has one
-(a fixed stage); every model without an engine of its own takes it.
+`load_beside_startup`, the three overlapped, the load into host memory, then the
+engine's copy onto its GPUs), then the warm-up where the profile has one (a fixed
+stage); every model without an engine of its own takes it.
 `measurements` are the raw figures behind `derived`, kept for provenance.
 """
 
@@ -285,7 +286,7 @@ def _apply_startup(
     if cpu > 0:
         startup.append({"name": "startup-cpu", "cpu_seconds": cpu})
     load = {"name": "load"}
-    stages: list[Any] = [[*startup, load]] if beside else [*startup, load]
+    stages: list[Any] = [[*startup, load], {"name": "copy"}] if beside else [*startup, load]
     if derived.get("warmup_s", 0.0) > 0:
         stages.append({"name": "warmup", "seconds": derived["warmup_s"]})
     table["engines"] = {**table.get("engines", {}), MEASURED_ENGINE: {"stages": stages}}

@@ -301,7 +301,9 @@ class Simulation:
         """
         spec = self.config.models[model]
         host, tier = self.cluster.servers[server], self.cluster.peer if peer else None
-        load = (tier and tier.load(host, spec)) or CheckpointLoad(host, spec, spec.gpus)
+        load = (tier and tier.load(host, spec)) or CheckpointLoad(
+            host, spec, spec.gpus, self.config.copies(model)
+        )
         if pipelined and self.config.pipelined(model):
             load.progress = []
         rooms = self._rooms[model]

@@ -254,10 +254,16 @@ class Cluster:
         the estimate's shortcut, exact when either side has the longer part throughout)."""
         s = self.servers[server]
         spec, tier = self.models[model], fastest_tier(s, model)
-        phases = load_phases(s, spec, tier)
+        phases = load_phases(s, spec, tier, self._config.copies(model))
+        if not phases:
+            return 0.0
         links_s = s.links.predict_chain_s(phases, delay)
         cpu = tuple(flow for flow in cpu_phases(s, spec, tier, phases) if flow)
         return max(links_s, s.cores.predict_chain_s(cpu, delay)) if cpu else links_s
+
+    def copy_s(self, server: int, model: str) -> float:
+        spec = self.models[model]
+        return spec.weights / (spec.gpus * self.servers[server].group.pcie)
 
     def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         if not self._config.pipelined(model):

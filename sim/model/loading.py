@@ -52,10 +52,16 @@ def fastest_tier(server: Server, model: str) -> Tier:
     return Tier.REMOTE
 
 
-def load_phases(server: Server, model: ModelSpec, tier: Tier) -> tuple[Phase, ...]:
+def load_phases(
+    server: Server, model: ModelSpec, tier: Tier, to_host: bool = False
+) -> tuple[Phase, ...]:
     """The flows a load of `model` from `tier` onto `server` runs, one after the other:
-    what the model runs (`CheckpointLoad`) and the estimates price (`Cluster.tier_load_s`)."""
-    cap = model.gpus * server.group.pcie
+    what the model runs (`CheckpointLoad`) and the estimates price (`Cluster.tier_load_s`).
+    `to_host`: into host memory only, for an engine that copies the weights onto its GPUs
+    itself (a `copy` stage): not through the PCIe lanes, and from DRAM, nothing."""
+    if to_host and tier == Tier.DRAM:
+        return ()
+    cap = math.inf if to_host else model.gpus * server.group.pcie
     if tier == Tier.REMOTE and server.download:
         download = (float(model.weights), server.download_path, math.inf)
         return download, (float(model.weights), server.paths[Tier.SSD], cap)
@@ -89,11 +95,14 @@ def _cpu_flow(server: Server, phase: Phase, work: float) -> Phase | None:
 
 
 class CheckpointLoad:
-    def __init__(self, server: Server, model: ModelSpec, gpus: int) -> None:
+    def __init__(self, server: Server, model: ModelSpec, gpus: int, to_host: bool = False) -> None:
+        """`to_host`: the load reads into host memory, and the engine's `copy` stage
+        moves the weights onto its GPUs (`load_phases`)."""
         self.server = server
         self.model = model
         self.tier = fastest_tier(server, model.name)
         self.cap = gpus * server.group.pcie
+        self.to_host = to_host
         # Its (time, fraction loaded) points, recorded when a prefill pipelines behind it;
         # it reads the weights in order, from the first layer.
         self.progress: list[tuple[float, float]] | None = None
@@ -115,12 +124,29 @@ class CheckpointLoad:
     def links(self) -> tuple[str, ...]:
         return self.server.paths[self.tier]
 
+    @property
+    def copy_s(self) -> float:
+        """Seconds the engine's copy of the weights from host memory onto its GPUs takes:
+        over its own PCIe lanes, which no other instance shares."""
+        return self.model.weights / self.cap
+
     def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
         """Begin the load after `delay` (the instance start-up); `on_done` when it ends."""
         self.began_at = self.server.links.now + delay
-        phases = load_phases(self.server, self.model, self.tier)
+        phases = load_phases(self.server, self.model, self.tier, self.to_host)
+        if not phases:  # already where it is read from: the engine's copy takes it
+            self.server.links.call_in(delay, lambda: self._end(on_done))
+            return
         cpu = cpu_phases(self.server, self.model, self.tier, phases)
         self._phase(0, delay, phases, cpu, on_done)
+
+    def _end(self, on_done: Callable[[], None]) -> None:
+        self.ended_at = self.server.links.now
+        if self.progress and self.progress[-1][0] < self.ended_at:
+            # Its CPU work outlasted its bytes: the weights are usable once it ends.
+            self.progress.append((self.ended_at, 1.0))
+        self._install()
+        on_done()
 
     def _phase(
         self,
@@ -141,12 +167,7 @@ class CheckpointLoad:
             if parts[0]:
                 return
             if last:
-                self.ended_at = links.now
-                if self.progress and self.progress[-1][0] < self.ended_at:
-                    # Its CPU work outlasted its bytes: the weights are usable once it ends.
-                    self.progress.append((self.ended_at, 1.0))
-                self._install()
-                on_done()
+                self._end(on_done)
             else:
                 self.downloaded_at = links.now
                 self._stage()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sim.model.clock import Clock
 from sim.model.loading import CheckpointLoad
 from sim.model.server import STARTUP_CPU, Server
-from thaw_kernel.stages import CPU, FIXED, LOAD, Step
+from thaw_kernel.stages import COPY, CPU, FIXED, LOAD, Step
 
 
 class Startup:
@@ -59,6 +59,8 @@ class Startup:
                 self._load.start_in(delay, self._stage_done)
             elif stage.kind == CPU:
                 self._server.cores.start_in(delay, stage.amount, STARTUP_CPU, 1.0, self._stage_done)
+            elif stage.kind == COPY:  # over the instance's own lanes: a timer
+                self._clock.call_in(delay + self._load.copy_s, self._stage_done)
             else:
                 self._clock.call_in(delay + stage.amount, self._stage_done)
 

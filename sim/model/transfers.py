@@ -89,6 +89,10 @@ class ServerLinks:
     def now(self) -> float:
         return self._clock.now
 
+    def call_in(self, delay: float, action: Callable[[], None]) -> None:
+        """`action` in `delay` seconds, on the clock the links run on."""
+        self._clock.call_in(delay, action)
+
     def start(
         self,
         size: float,

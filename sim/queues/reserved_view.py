@@ -111,6 +111,9 @@ class ReservedView:
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         return self._cluster.cpu_s(server, cpu_seconds, delay)
 
+    def copy_s(self, server: int, model: str) -> float:
+        return self._cluster.copy_s(server, model)
+
     def running(self, server: int) -> list[Running]:
         return [] if server == self.server else self._cluster.running(server)
 

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from calibration.validate.command import DEFAULT_POLICIES, POLICIES, _policies, 
 from calibration.validate.compare import instance_phases
 from calibration.validate.records import InstanceRecord, Records
 from calibration.validate.reprobe import Probe, reprobed
-from calibration.validate.scenario import MODELS
+from calibration.validate.scenario import MODELS, QUICK
 from calibration.validate.stages import STAGES, real_stages, sim_stages
 from calibration.validate.summary import pooled, replay_spread, summarize
 from calibration.validate.view import Books
@@ -234,20 +235,48 @@ def test_real_stages_are_the_instances_medians():
     assert stages["checkpoint_load"] == 0.375
     assert stages["warmup"] == 0.25
     assert stages["first_prefill"] == 0.1  # the cold request's; the warm one is left out
+    assert math.isnan(stages["checkpoint_copy"])  # no store: the engines load themselves
 
 
-def test_simulated_stages_split_the_start_up_into_runtime_load_and_warm_up():
+def test_with_stores_a_real_start_loads_beside_its_runtime_then_copies():
+    records = Records(2)
+    # From SSD: the store reads 0.1-1.5 s, the runtime starts 0-1.0 s, the engine's copy
+    # runs 1.5-1.75 s. From DRAM: nothing to read; the copy runs from the start, 1.0-1.2.
+    records.instances = [
+        InstanceRecord("a", 0, "ssd", 0.0, 1.0, 1.75, 1.8, load_began=0.1, stored=1.5),
+        InstanceRecord("b", 1, "dram", 0.0, 1.0, 1.2, 1.25),
+    ]
+    for record in records.instances:
+        record.copies = True
+    rows = records.instances_frame()
+    assert list(rows["load_ended"] - rows["load_began"]) == pytest.approx([1.4, 0.0])
+    assert list(rows["loaded"] - rows["copy_began"]) == pytest.approx([0.25, 0.2])
+    requests = pd.DataFrame({"startup_s": [1.8, 1.25], "prefill_s": [0.1, 0.1]})
+    stages = real_stages(records, requests)
+    assert stages["checkpoint_load"] == pytest.approx(0.7)
+    assert stages["checkpoint_copy"] == pytest.approx(0.225)
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_simulated_stages_split_the_start_up_into_runtime_load_and_warm_up(tmp_path, store):
     instances = pd.DataFrame(
         {"model": ["a"], "tier": ["ssd"], "allocated_s": [1.0], "ready_s": [3.5]}
     )
     instances["load_s"] = 0.04  # as the simulator ran it: 40 MB at the SSD's 1 GB/s
     requests = pd.DataFrame({"startup_s": [2.5, 0.0], "prefill_s": [0.03, 0.02]})
     derived = DERIVED | {"warmup_s": 0.1}
-    stages = sim_stages(requests, instances, derived)
+    config = cluster_config(tmp_path, scenario=replace(QUICK, store=store))
+    stages = sim_stages(requests, instances, derived, config)
+    assert list(stages) == list(STAGES)
     assert stages["checkpoint_load"] == 0.04
     assert stages["warmup"] == 0.1
-    assert stages["runtime_start"] == pytest.approx(2.5 - 0.04 - 0.1)
     assert stages["first_prefill"] == 0.03
+    if store:  # the runtime beside the load, untimed; then the copy of 40 MB at 2.5 GB/s
+        assert math.isnan(stages["runtime_start"])
+        assert stages["checkpoint_copy"] == pytest.approx(0.016)
+    else:
+        assert stages["runtime_start"] == pytest.approx(2.5 - 0.04 - 0.1)
+        assert math.isnan(stages["checkpoint_copy"])
 
 
 def test_summary_takes_the_median_over_repeats_and_the_range():

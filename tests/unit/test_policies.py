@@ -80,6 +80,9 @@ class View:
     def load_s(self, server, model, delay):
         return LOAD_S[self.fastest_tier(server, model)]
 
+    def copy_s(self, server, model):
+        return 0.0  # its engines load straight onto the GPUs: no copy stage
+
     def running(self, server):
         return self.busy.get(server, [])
 

@@ -134,6 +134,48 @@ def test_the_estimator_prices_the_cores_other_start_ups_hold(tmp_path):
     assert start_s(halted.cluster, 1, "b") == 8.0
 
 
+COPY_AFTER = '[[{name = "init", cpu_seconds = 1.0}, {name = "load"}], {name = "copy"}]'
+
+
+def test_with_a_copy_stage_the_load_reads_into_host_memory_and_the_copy_follows(tmp_path):
+    # From SSD: 4 GiB into host memory at 2 GiB/s (the CPU stage beside it shorter), then
+    # onto the GPU at 4 GiB/s. The instance log times the load alone.
+    config = tiny_config(tmp_path, ssd_a="[0]", model_keys=ENGINE, extra=engine(COPY_AFTER))
+    sim = simulate(config, [(0.0, "a", 512, 1)], check=True)
+    assert sim.table.startup_s[0] == 2.0 + 1.0
+    assert sim.cluster.log.frame().load_s[0] == 2.0
+
+
+def test_with_a_copy_stage_a_start_from_dram_only_copies(tmp_path):
+    # a's first instance loads from SSD into DRAM (3 s) and serves until 3.5 s; the
+    # keep-alive of 0 stops it; the second start finds the copy in DRAM: the CPU stage
+    # (1 s) beside an empty load, then the copy (1 s).
+    config = tiny_config(
+        tmp_path, ssd_a="[0]", keep_alive=0.0, model_keys=ENGINE, extra=engine(COPY_AFTER)
+    )
+    sim = simulate(config, [(0.0, "a", 512, 1), (10.0, "a", 512, 1)], check=True)
+    assert list(sim.table.frame()["tier"].astype(str)) == ["ssd", "dram"]
+    assert list(sim.table.startup_s) == [3.0, 1.0 + 1.0]
+    assert list(sim.cluster.log.frame().load_s) == [2.0, 0.0]
+
+
+def test_the_estimator_prices_a_copy_stage_exactly(tmp_path):
+    config = tiny_config(
+        tmp_path, count=2, ssd_a="[0]", model_keys=ENGINE, extra=engine(COPY_AFTER)
+    )
+    rows = [(0.0, "a", 512, 1), (1.0, "b", 512, 1)]
+    sim = simulate(config, rows, "startup-aware", check=True)
+    assert list(sim.table.estimate_s) == list(sim.table.startup_s) == [3.0, 4.0 + 1.0]
+
+
+def test_peer_loading_is_refused_beside_a_copy_stage(tmp_path):
+    tiny_config(tmp_path, model_keys=ENGINE, extra=engine(COPY_AFTER))
+    path = tmp_path / "tiny.toml"
+    path.write_text("peer_loading = true\n" + path.read_text())
+    with pytest.raises(InputError, match="peer_loading: not modelled with an engine's copy"):
+        read_config(path)
+
+
 def test_a_fixed_prefill_cost_adds_to_every_prefill(tmp_path):
     config = tiny_config(tmp_path, ssd_a="[0]", model_keys="prefill_fixed_s = 0.25")
     sim = simulate(config, [(0.0, "a", 512, 1)], check=True)
@@ -174,6 +216,13 @@ BAD = [
     ('stages = [{name = "load"}, []]', "engines.e.stages[1]: an empty list"),
     ('stages = [{name = "load", when = 1}]', "engines.e.stages[0].when: unknown key"),
     ('stages = [{name = "load"}]\nwarm = 1', "engines.e.warm: unknown key"),
+    ('stages = [[{name = "load"}, {name = "copy"}]]', "the copy stage must come in a step after"),
+    ('stages = [{name = "copy"}, {name = "load"}]', "the copy stage must come in a step after"),
+    ('stages = [{name = "load"}, {name = "copy", seconds = 1.0}]', "the copy stage takes no"),
+    (
+        'stages = [{name = "load"}, [{name = "copy"}, {name = "copy"}]]',
+        "engines.e.stages: stage 'copy' appears twice",
+    ),
 ]
 
 
