@@ -130,10 +130,15 @@ def _by_tier(
     return {
         tier: {
             count: sum(run[tier][count] for run in runs),
-            median: _or_none(_median([run[tier][median] or np.nan for run in runs])),
+            median: _or_none(_median([_nan(run[tier][median]) for run in runs])),
         }
         for tier in tiers
     }
+
+
+def _nan(value: float | None) -> float:
+    """None (nothing to take a median over) as NaN; a zero stays a zero."""
+    return np.nan if value is None else value
 
 
 def _or_none(value: float) -> float | None:

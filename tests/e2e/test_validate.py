@@ -290,7 +290,8 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
             out[f"ttft_p{q}_rank_error"] = error / 10
             out[f"ttft_p{q}_sensitivity"] = 0.1 + error
         out["with_profile_startup"] = {"ttft_p99_rel_error": 2 * error}
-        tiers = {"dram": (1, 0.1), "ssd": (2, 1.0 + error), "remote": (0, None)}
+        # From DRAM with stores: nothing to read, every load 0 s.
+        tiers = {"dram": (1, 0.0), "ssd": (2, 1.0 + error), "remote": (0, None)}
         for side in ("real", "sim"):
             out[f"loads_by_tier_{side}"] = {
                 tier: {"loads": n, "median_s": s} for tier, (n, s) in tiers.items()
@@ -329,6 +330,7 @@ def test_summary_takes_the_median_over_repeats_and_the_range():
     loads = summary["loads_by_tier_real"]
     assert loads["ssd"] == {"loads": 6, "median_s": 1.05}  # summed; median of the medians
     assert loads["remote"] == {"loads": 0, "median_s": None}
+    assert loads["dram"] == {"loads": 3, "median_s": 0.0}  # a zero is a median, not none
     assert summary["load_share_real"] == 0.55
     assert summary["load_share_sim"] == pytest.approx(0.65)
     served = summary["requests_by_tier_sim"]
