@@ -522,7 +522,9 @@ def test_quick_replays_for_real_and_reports_every_error(profile, tmp_path):
         assert -1 <= result[f"ttft_p{q}_rank_error"] <= 1
         assert -1 <= result["pooled"][f"ttft_p{q}_rank_error"] <= 1
     for stage in STAGES:  # in the report and in the printed table
-        assert math.isfinite(result["stages"][stage]["real_s"])
+        # Without checkpoint stores, the engines copy nothing from host memory.
+        timed = math.isfinite(result["stages"][stage]["real_s"])
+        assert timed is (stage != "checkpoint_copy")
         assert any(line.split()[:2] == ["locality", stage] for line in done.stdout.splitlines())
     lines = done.stdout.splitlines()  # what of the machine it held, and where its time went
     footprint = "machine footprint (GB, start -> peak): memory in use"
