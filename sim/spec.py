@@ -11,7 +11,7 @@ from typing import Any
 
 import tomli_w
 
-from thaw_kernel.stages import Step, copies, default_steps
+from thaw_kernel.stages import Step, default_steps
 
 # A model's transformer layers when its catalog entry states none: Llama-2-7B's and
 # OPT-6.7B's 32 (`num_hidden_layers` in their model cards). Only execute-while-load uses it.
@@ -97,6 +97,11 @@ class ModelSpec:
         """Seconds to prefill a prompt of `tokens` tokens."""
         return tokens / self.prefill_tokens_per_s + self.prefill_fixed_s
 
+    def pcie_s(self, pcie: float) -> float:
+        """Seconds its weights take across an instance's own PCIe lanes, `pcie` bytes/s
+        per GPU (never shared: a GPU belongs to one instance), either way."""
+        return self.weights / (self.gpus * pcie)
+
 
 @dataclass(frozen=True)
 class MigrationSpec:
@@ -157,6 +162,8 @@ class ClusterConfig:
     peer_loading: bool = False  # load from warm instances' GPUs (docs/peer-loading.md)
     # Engines whose first prefill runs behind the load (`execute_while_load`, `sim.model.overlap`).
     overlapped: frozenset[str] = frozenset()
+    # Engines with a `copy` stage: their load reads into host memory, then they copy.
+    copying: frozenset[str] = frozenset()
     # How engines sleep (`sim.config.sleep`): by engine name, "" for the top-level table.
     sleep: dict[str, SleepSpec] | None = None
     # A start from the remote tier downloads the checkpoint to SSD, then loads it from there
@@ -189,7 +196,10 @@ class ClusterConfig:
     def copies(self, model: str) -> bool:
         """Whether `model`'s engine copies its checkpoint from host memory onto its GPUs
         itself, after its load (a `copy` stage): the load then reads into host memory."""
-        return copies(self.steps(model))
+        engine = self.models[model].engine
+        if engine and self.engines:
+            return engine in self.copying
+        return self.load_beside_startup
 
     @property
     def server_count(self) -> int:

@@ -40,7 +40,6 @@ class Handle:
     reserved: bool = False  # a migration's target: takes no new request until it resumes
     unsent: list[dict] = field(default_factory=list)  # commands for a process not yet spawned
     kept: bool = False  # a download the server's SSD held (else dropped after the load)
-    stored: bool = False  # its checkpoint read into DRAM by its server's store
     held: bool = False  # spawned with `hold`: no command until `release`
 
     @property

@@ -95,7 +95,7 @@ class Replay:
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         # An instance's message, or a store's about the instance it reads for; (None,
-        # None) when a store has ended.
+        # {"server": k}) when server k's store has ended.
         self._inbox: queue.Queue[tuple[Handle | None, dict | None]] = queue.Queue()
         self._stores: list[subprocess.Popen] = []  # by server, with `scenario.store`
         self._done = 0
@@ -177,16 +177,21 @@ class Replay:
             assert store.stdout is not None
             if not store.stdout.readline():
                 raise RuntimeError(f"checkpoint store {server} died: {self._last_error(server)}")
-            threading.Thread(target=self._listen_to_store, args=(store,), daemon=True).start()
+            threading.Thread(target=self._listen_to_store, args=(server,), daemon=True).start()
 
-    def _listen_to_store(self, store: subprocess.Popen) -> None:
-        """Pass a store's messages on as the instance's they are about; (None, None) at
-        its end."""
-        assert store.stdout is not None
-        for line in store.stdout:
+    def _listen_to_store(self, server: int) -> None:
+        """Pass a store's messages on as the instance's they are about; at its end, (None,
+        {"server": server})."""
+        stdout = self._stores[server].stdout
+        assert stdout is not None
+        for line in stdout:
             message = json.loads(line)
             self._inbox.put((self._instances[message["load"]], message))
-        self._inbox.put((None, None))
+        self._inbox.put((None, {"server": server}))
+
+    def _stored_by_store(self, instance: Handle) -> bool:
+        """Whether the instance's checkpoint is read into DRAM by its server's store."""
+        return self.scenario.store and instance.tier != "dram"
 
     def _last_error(self, server: int) -> str:
         error = (self.layout.work / f"store-{server}.err").read_text()
@@ -289,8 +294,8 @@ class Replay:
         download = None
         if tier == "remote":
             download = {"url": self.store_url, "server": server, "name": model}
-        if self.scenario.store and tier != "dram":
-            instance.held = instance.stored = True
+        if self._stored_by_store(instance):
+            instance.held = True
             order = {"load": instance.id, "checkpoint": str(ssd), "install": str(dram)}
             self._order(server, order | {"download": download})
             spec = instance_spec(self.scenario, server, model, dram, None) | {"hold": True}
@@ -332,8 +337,9 @@ class Replay:
 
     def _handle(self, instance: Handle | None, message: dict | None) -> None:
         if instance is None:
-            died = [k for k, store in enumerate(self._stores) if store.poll() is not None]
-            raise RuntimeError(f"checkpoint store {died[0]} died: {self._last_error(died[0])}")
+            assert message is not None
+            server = message["server"]
+            raise RuntimeError(f"checkpoint store {server} died: {self._last_error(server)}")
         if message is None:
             if instance.state != STOPPED:
                 error = (self.layout.work / f"instance-{instance.id}.err").read_text()
@@ -355,7 +361,7 @@ class Replay:
             self._ready(instance)
         elif event == "downloaded":
             self._downloaded(instance)
-        elif event == "loaded" and instance.stored:  # the store's DRAM copy, mapped
+        elif event == "loaded" and self._stored_by_store(instance):  # the store's copy, taken
             self._installed(instance)
         elif event == "loaded":
             self._loaded(instance)

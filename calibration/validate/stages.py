@@ -65,8 +65,8 @@ def copy_s(instances: pd.DataFrame, config: ClusterConfig) -> pd.Series:
     pcie = config.servers[0].pcie  # the replay's servers are alike
     return pd.Series(
         [
-            spec.weights / (spec.gpus * pcie) if config.copies(name) else np.nan
-            for name, spec in ((m, config.models[m]) for m in instances["model"])
+            config.models[name].pcie_s(pcie) if config.copies(name) else np.nan
+            for name in instances["model"]
         ],
         dtype=float,
     )

@@ -158,7 +158,7 @@ class Books:
         return load_s(self.config, self.models[model], tier, self.config.copies(model))
 
     def copy_s(self, server: int, model: str) -> float:
-        return self.models[model] / self.config.servers[0].pcie
+        return self.config.models[model].pcie_s(self.config.servers[0].pcie)
 
     def cpu_s(self, server: int, cpu_seconds: tuple[float, ...], delay: float) -> float:
         """The stages alone on the host's cores, one core each at most."""

@@ -178,7 +178,8 @@ def _build(table: dict) -> ClusterConfig:
     if len(table["models"]) > bounds.MODELS:
         raise InputError(f"models: more than {bounds.MODELS} models (thaw_kernel/bounds.py)")
     engines, overlapped, sleep = parse_engines(sub_table(table.get("engines", {}), "engines"))
-    if peer and (beside or any(copies(steps) for steps in engines.values())):
+    copying = frozenset(name for name, steps in engines.items() if copies(steps))
+    if peer and (beside or copying):
         raise InputError(
             "peer_loading: not modelled with an engine's copy from host memory (a copy "
             "stage, or load_beside_startup): a load from a peer lands on the GPUs"
@@ -240,6 +241,7 @@ def _build(table: dict) -> ClusterConfig:
         engines=engines or None,
         peer_loading=peer,
         overlapped=overlapped,
+        copying=copying,
         sleep=sleep or None,
         remote_download=download,
         load_beside_startup=beside,

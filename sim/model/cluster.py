@@ -262,8 +262,7 @@ class Cluster:
         return max(links_s, s.cores.predict_chain_s(cpu, delay)) if cpu else links_s
 
     def copy_s(self, server: int, model: str) -> float:
-        spec = self.models[model]
-        return spec.weights / (spec.gpus * self.servers[server].group.pcie)
+        return self.models[model].pcie_s(self.servers[server].group.pcie)
 
     def hidden_prefill_s(self, model: str, tokens: int, offset: float = 0.0) -> float:
         if not self._config.pipelined(model):

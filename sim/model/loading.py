@@ -128,7 +128,7 @@ class CheckpointLoad:
     def copy_s(self) -> float:
         """Seconds the engine's copy of the weights from host memory onto its GPUs takes:
         over its own PCIe lanes, which no other instance shares."""
-        return self.model.weights / self.cap
+        return self.model.pcie_s(self.server.group.pcie)
 
     def start_in(self, delay: float, on_done: Callable[[], None]) -> None:
         """Begin the load after `delay` (the instance start-up); `on_done` when it ends."""

@@ -200,8 +200,7 @@ class Sleepers:
 
     def _copy_s(self, instance: Instance) -> float:
         """A level-1 engine's weights crossing its own PCIe lanes, either way."""
-        pcie = self._cluster.servers[instance.server].group.pcie
-        return instance.model.weights / (instance.model.gpus * pcie)
+        return instance.model.pcie_s(self._cluster.servers[instance.server].group.pcie)
 
     def _swap(self, server: Server, gpus: int) -> float:
         """Put idle instances of `server` to sleep, oldest idle first, while a wake lacks
