@@ -62,6 +62,7 @@ from calibration.measure.storage_probe import (
     require_a_disk,
 )
 from calibration.measure.synthetic import llama_shapes, random_bf16
+from calibration.measure.take_probe import TAKE, measure_take
 from calibration.measure.warmup_probe import measure_warmup
 from calibration.migration.model import Transformer, save_model
 from calibration.remote.command import rate
@@ -189,6 +190,8 @@ def _measure_all(
     results |= measure_readers(copies, chosen.runs, _say)
     _step(2, steps, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
+    results |= measure_take(files.checkpoint, device, chosen.startup_runs)
+    _say(f"an engine's take from the DRAM cache: {results[TAKE].median / 1e9:.2f} GB/s (median)")
     _step(3, steps, "instance start-up (a fresh process importing torch)")
     results |= measure_startups(device, chosen.startup_runs, chosen.startup_rounds, copies[0])
     _say(

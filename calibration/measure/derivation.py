@@ -10,8 +10,11 @@ well as that model can (sim/config/profile.py documents the fields):
   (into its DRAM cache on the way), and the measuring process's loader into a buffer it
   reuses is not (docs/calibration.md gives the figures: the one reader matched the
   replayed engines' loads, the measuring process's loader missed them either way);
-- `dram_to_gpu_bytes_per_s`: the real loader, warm: a checkpoint held in host memory
-  (the page cache), moved onto the device by the same code a DRAM-cache load runs;
+- `dram_to_gpu_bytes_per_s`: the real loader in a fresh process taking a checkpoint
+  held in a DRAM cache file onto the device, as an engine does
+  (`calibration.measure.take_probe`); the measuring process's warm loader
+  (`loader_warm`), reading into memory it touched before, ran about 1.8 times as fast
+  on the project's VM;
 - `instance_startup_s`: a fresh process importing torch and creating its context;
 - `startup_cpu_s`: the CPU-seconds that process spent until then (its own clock), at
   most its wall time;
@@ -82,6 +85,7 @@ from calibration.measure.linear_fit import (
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile
 from calibration.measure.startup_probe import BESIDE_DOWNLOAD, BESIDE_LOAD, BETWEEN_DOWNLOADS
+from calibration.measure.take_probe import TAKE
 
 
 def derive(
@@ -118,7 +122,7 @@ def derive(
     notes = []
     derived = {
         "ssd_read_bytes_per_s": _ssd_read(measurements, device),
-        "dram_to_gpu_bytes_per_s": measurements["loader_warm"].median,
+        "dram_to_gpu_bytes_per_s": measurements[TAKE].median,
         "instance_startup_s": measurements["instance_startup"].median,
         "reference_model_bytes": float(model_bytes),
         "decode_step_s": decode.y[0],

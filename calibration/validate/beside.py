@@ -7,10 +7,9 @@ only that the simulator is optimistic; grouping the start-ups by the work they o
 says under which company it is. Each side is grouped on its own timeline: a start-up
 (spawn to torch imported; the simulator's start-up less its load and warm-up) is beside
 another start-up, a load from SSD (a remote load's part after its download) or a
-download when their spans overlap. Loads from DRAM are too short to count. Where the
-simulator loads beside the start-up (`load_beside_startup`), its runtime ends somewhere
-inside the step it shares with the load, which its log does not say: its side is then
-empty, and its start-ups keep no other start-up company.
+download when their spans overlap. Loads from DRAM are too short to count. The
+simulator's runtime is its instance log's `runtime_s`, which holds where it ends also
+when the load runs beside it (`load_beside_startup`).
 """
 
 import numpy as np
@@ -71,13 +70,13 @@ def _column(rows: pd.DataFrame, name: str, otherwise: np.ndarray) -> np.ndarray:
 
 
 def sim_spans(log: pd.DataFrame, warmup_s: float, beside: bool = False) -> Spans:
-    """The same spans from the simulator's instance log: the runtime is the start-up
-    less the load and the warm-up, the load follows it, the download opens the load;
-    `beside`, the load begins with the start-up, and the runtime's end is unknown (NaN)."""
+    """The same spans from the simulator's instance log: the runtime is its `runtime_s`,
+    the load follows the runtime or, `beside`, begins with it, and the download opens
+    the load."""
     loaded = log[~log["asleep"]].dropna(subset=["ready_s", "load_s"])
     spawned = loaded["allocated_s"].to_numpy(dtype=float)
     began, ended = sim_load_span(loaded, warmup_s, beside)
-    started = np.full(len(began), np.nan) if beside else began
+    started = spawned + loaded["runtime_s"].to_numpy(dtype=float)
     download = np.nan_to_num(loaded["download_s"].to_numpy(dtype=float))
     return spawned, started, began, began + download, ended, _tiers(loaded)
 

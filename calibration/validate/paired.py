@@ -37,8 +37,7 @@ def paired_stages(
     """How many starts the two sides shared (`pairs`, of `instances` real ones) and, per
     stage, and per stage and company, the pairs' count, each side's median and the median
     of real over simulated: `real` is the replay's instances (`Records.instances_frame`),
-    `sim` the simulator's instance log (`beside`: its loads beside the start-ups, whose
-    runtime it then cannot time)."""
+    `sim` the simulator's instance log (`beside`: its loads beside the start-ups)."""
     real_rows = _in_start_order(real, "spawned")
     sim_rows = _in_start_order(
         sim[~sim["asleep"]].dropna(subset=["ready_s", "load_s"]), "allocated_s"

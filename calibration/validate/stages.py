@@ -40,20 +40,15 @@ def real_stages(records: Records, requests: pd.DataFrame) -> dict[str, float]:
 def sim_stages(
     requests: pd.DataFrame, instances: pd.DataFrame, derived: dict, config: ClusterConfig
 ) -> dict[str, float]:
-    """The same stages in the simulator's run: its start-up less the load and the warm-up
-    (the runtime, stretched by any contention for host cores it modelled; NaN where the
-    load ran beside it, in one step whose parts the log does not time), the load, the
-    engine's copy where it has one (its weights over its PCIe lanes), the warm-up, the
-    cold requests' prefill."""
-    beside = config.load_beside_startup
+    """The same stages in the simulator's run: its runtime (stretched by any contention
+    for host cores it modelled), the load, the engine's copy where it has one (its
+    weights over its PCIe lanes), the warm-up, the cold requests' prefill."""
     started = instances.dropna(subset=["ready_s", "load_s"])
-    load = started["load_s"].to_numpy()
-    startup = (started["ready_s"] - started["allocated_s"]).to_numpy()
     warmup = derived.get("warmup_s", 0.0)
     cold = requests[requests["startup_s"] > 0]
     return {
-        "runtime_start": float("nan") if beside else _median(pd.Series(startup - load - warmup)),
-        "checkpoint_load": _median(pd.Series(load)),
+        "runtime_start": _median(started["runtime_s"]),
+        "checkpoint_load": _median(started["load_s"]),
         "checkpoint_copy": _median(copy_s(started, config)),
         "warmup": warmup,
         "first_prefill": _median(cold["prefill_s"]),

@@ -319,9 +319,12 @@ class Simulation:
 
         def ready() -> None:
             instance.load_s, instance.download_s = load.durations()
+            instance.runtime_s = startup.runtime_s
             instance.ready(load.progress, load.offset)
             if on_ready is not None:
                 on_ready()
+
+        startup = Startup(self.clock, load.server, load, self.cluster.steps(model), ready)
 
         def start() -> None:
             # Pledged GPUs were charged to the leaving instances until they left.
@@ -329,7 +332,7 @@ class Simulation:
             self.cluster.gpu_seconds += held_s
             self.cluster.starting_gpu_seconds += held_s
             instance.allocated_at = self.clock.now
-            Startup(self.clock, load.server, load, self.cluster.steps(model), ready).begin()
+            startup.begin()
 
         if leaving:
             self._held[instance] = _Held(len(leaving), start, sum(pledged))

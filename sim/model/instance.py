@@ -116,6 +116,7 @@ class Instance:
         "prewarmed",
         "ready_at",
         "room_filed",
+        "runtime_s",
         "sending",
         "server",
         "state",
@@ -146,6 +147,9 @@ class Instance:
         # them the download to SSD (`remote_download`); NaN where there was none.
         self.load_s = math.nan
         self.download_s = math.nan
+        # Its start-up's runtime part: up to the end of the stages before and beside the
+        # load (`Startup.runtime_s`); NaN for a wake.
+        self.runtime_s = math.nan
         self.keep_alive: Timer | None = None
         self.prewarmed = False  # started by the keep-alive policy, no request served yet
         self.prewarm = False  # started by a pre-warm, not for a request (for the log)
@@ -329,7 +333,7 @@ class Instance:
         """A sleeping instance starts waking: it takes requests, served once `ready`."""
         self.state = STARTING
         self.ready_at = float("inf")
-        self.load_s = self.download_s = math.nan
+        self.load_s = self.download_s = self.runtime_s = math.nan
         self.peer_source = self.chain = -1  # it reloads from DRAM or a tier, never a peer
         self.allocated_at = self._clock.now
         self._room.update(self)

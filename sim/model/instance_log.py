@@ -5,7 +5,9 @@ Instances are few next to requests (one per cold start), so a row each costs not
 it is what lets `analysis` draw GPUs held and warm instances over time. An instance that
 sleeps (`sim.model.sleepers`) has a row per period: awake ones ending `asleep`, and asleep
 ones (`asleep` true, no GPUs held) ending `woken` or `expired`. `load_s` and
-`download_s` time its checkpoint load and the download part of it, per tier; `prewarm`
+`download_s` time its checkpoint load and the download part of it, per tier;
+`runtime_s` its start-up's runtime part, to the end of the stages before and beside the
+load (NaN for a wake); `prewarm`
 says the keep-alive started it ahead of a request (whose prefill then cannot run behind
 its load: only the request that starts an instance pipelines).
 """
@@ -40,6 +42,7 @@ class InstanceLog:
                 False,
                 instance.load_s,
                 instance.download_s,
+                instance.runtime_s,
                 instance.prewarm,
             )
         )
@@ -48,7 +51,7 @@ class InstanceLog:
         """`instance` slept from `since` to `at`, holding no GPU; `why` it ended."""
         row = (instance.id, instance.model.name, instance.server, 0, str(instance.tier))
         peer = (instance.peer_source, instance.chain)
-        asleep = (True, np.nan, np.nan)  # and no load
+        asleep = (True, np.nan, np.nan, np.nan)  # and no load, no runtime
         self._rows.append(
             (*row, since, float("inf"), at, ENDS.index(why), *peer, *asleep, instance.prewarm)
         )
@@ -69,6 +72,7 @@ class InstanceLog:
             "asleep",
             "load_s",
             "download_s",
+            "runtime_s",
             "prewarm",
         ]
         frame = pd.DataFrame(self._rows, columns=columns)

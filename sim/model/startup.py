@@ -9,8 +9,13 @@ group sets `startup_company_slowdown` s); a fixed stage is a timer. A run of fix
 folded into the delay of the next step, whose flows are then planned on their resources
 (`ServerLinks.start_in`), so estimates made meanwhile see them coming: the default
 start-up (fixed cost, then load) thus schedules exactly the events it always did.
+
+The runtime's start (`runtime_s`) ends where the load's step begins, or later where
+stages beside the load outlast that: what a real engine stamps as "started", and what
+the instance log keeps, since a load beside the runtime hides it in the step's end.
 """
 
+import math
 from collections.abc import Callable
 
 from sim.model.clock import Clock
@@ -35,8 +40,17 @@ class Startup:
         self._on_done = on_done
         self._step = 0
         self._left = 0  # stages of the current step still running
+        self._began = math.nan
+        self._runtime_end = math.nan  # set once the load's step is planned
+
+    @property
+    def runtime_s(self) -> float:
+        """Seconds from the start-up's beginning to the end of its stages before and
+        beside the load (NaN until the load's step has run, or without a load)."""
+        return self._runtime_end - self._began
 
     def begin(self) -> None:
+        self._began = self._clock.now
         self._begin_in(0.0)
 
     def _begin_in(self, delay: float) -> None:
@@ -54,15 +68,24 @@ class Startup:
             return
         step = self._steps[self._step]
         self._left = len(step)
+        beside_load = any(stage.kind == LOAD for stage in step)
+        if beside_load:
+            self._runtime_end = self._clock.now + delay
         for stage in step:
+            done = self._runtime_stage_done if beside_load else self._stage_done
             if stage.kind == LOAD:
                 self._load.start_in(delay, self._stage_done)
             elif stage.kind == CPU:
-                self._server.cores.start_in(delay, stage.amount, STARTUP_CPU, 1.0, self._stage_done)
+                self._server.cores.start_in(delay, stage.amount, STARTUP_CPU, 1.0, done)
             elif stage.kind == COPY:  # over the instance's own lanes: a timer
-                self._clock.call_in(delay + self._load.copy_s, self._stage_done)
+                self._clock.call_in(delay + self._load.copy_s, done)
             else:
-                self._clock.call_in(delay + stage.amount, self._stage_done)
+                self._clock.call_in(delay + stage.amount, done)
+
+    def _runtime_stage_done(self) -> None:
+        """A stage beside the load ended: the runtime has run at least until now."""
+        self._runtime_end = self._clock.now
+        self._stage_done()
 
     def _stage_done(self) -> None:
         self._left -= 1

@@ -24,13 +24,14 @@ from calibration.checkpoint.reader import load
 from calibration.measure.command import main as measure_main
 from calibration.measure.copy_probe import measure_copies
 from calibration.measure.derivation import derive
-from calibration.measure.disk_readers import READERS, measure_readers, write_copies
+from calibration.measure.disk_readers import READERS, SHM, measure_readers, write_copies
 from calibration.measure.linear_fit import Points, fit_line, fit_through_origin
 from calibration.measure.measurement import Measurement
 from calibration.measure.plausibility import ImpossibleProfile, check
 from calibration.measure.remote_probe import measure_remote
 from calibration.measure.settings import settings
 from calibration.measure.storage_probe import measure_storage, prepare
+from calibration.measure.take_probe import TAKE, measure_take
 
 COLD = ("raw_cold", "loader_cold", "safetensors_cold")
 READER_FIGURES = tuple(f"disk_readers_{k}" for k in READERS)
@@ -91,7 +92,9 @@ def test_the_derived_numbers_are_the_measured_ones(quick_profile):
     deleted = measurements["ssd_delete"]  # every reader's copy, timed as it is deleted
     assert derived["ssd_delete_s_per_byte"] == deleted["median"] > 0 and deleted["n"] == 4
     assert deleted["unit"] == "s/byte"
-    assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_warm"]["median"]
+    # An engine's take from a DRAM cache file, in a fresh process per start-up run.
+    assert derived["dram_to_gpu_bytes_per_s"] == measurements["loader_take"]["median"]
+    assert measurements["loader_take"]["n"] == 3
     assert derived["instance_startup_s"] == measurements["instance_startup"]["median"]
     assert derived["startup_cpu_s"] <= derived["instance_startup_s"]
     # Two rounds of 2 and of 4 at once; as many beside a looping load as alone.
@@ -255,7 +258,7 @@ def test_a_gpu_load_faster_than_its_host_link_is_refused():
 
 
 def storage_and_startup() -> dict[str, Measurement]:
-    return figures(loader_cold=1e9, loader_warm=4e9) | {
+    return figures(loader_cold=1e9, loader_warm=4e9, loader_take=2e9) | {
         "instance_startup": Measurement((2.0,), "s", True),
         "instance_startup_cpu": Measurement((1.5,), "s", True),
         "instance_startup_x2": Measurement((2.0,), "s", True),
@@ -382,6 +385,18 @@ def test_the_storage_figures_can_come_from_the_users_own_tensors(tmp_path):
     figures = measure_storage(files, "cpu", 1, [(2**20, 1)], 1, lambda _: None)
     assert {"raw_cold", "loader_cold", "loader_warm", "safetensors_cold"} <= figures.keys()
     assert figures["loader_cold"].samples[0] > 0
+
+
+def test_an_engines_take_is_timed_in_fresh_processes_from_a_copy_in_memory(tmp_path):
+    source = tmp_path / "mine.safetensors"
+    save_file({"w": torch.randn(256, 1024)}, source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    files = prepare(scratch, 0, source)
+    before = set(SHM.iterdir()) if SHM.is_dir() else set()
+    take = measure_take(files.checkpoint, "cpu", 2)[TAKE]
+    assert take.unit == "bytes/s" and len(take.samples) == 2 and min(take.samples) > 0
+    assert (set(SHM.iterdir()) if SHM.is_dir() else set()) == before  # the copy removed
 
 
 def test_tied_weights_in_a_state_dict_are_measured_as_two_tensors(tmp_path):

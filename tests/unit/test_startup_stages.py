@@ -146,6 +146,18 @@ def test_with_a_copy_stage_the_load_reads_into_host_memory_and_the_copy_follows(
     assert sim.cluster.log.frame().load_s[0] == 2.0
 
 
+def test_the_instance_log_times_the_runtime_before_and_beside_the_load(tmp_path):
+    # Serial on one core: two 2 CPU-second stages at half a core end at 4, then the
+    # loads. Beside the load: the CPU stage's 1 s, though the step ends with the load's 2 s.
+    config = tiny_config(tmp_path, host_cores=1, model_keys=ENGINE, extra=engine(CPU_THEN_LOAD))
+    assert list(simulate(config, BOTH).cluster.log.frame().runtime_s) == [4.0, 4.0]
+    config = tiny_config(tmp_path, ssd_a="[0]", model_keys=ENGINE, extra=engine(COPY_AFTER))
+    assert list(simulate(config, [(0.0, "a", 512, 1)]).cluster.log.frame().runtime_s) == [1.0]
+    stages = '[{name = "f", seconds = 0.5}, [{name = "g", seconds = 0.25}, {name = "load"}]]'
+    config = tiny_config(tmp_path, model_keys=ENGINE, extra=engine(stages))
+    assert list(simulate(config, [(0.0, "a", 512, 1)]).cluster.log.frame().runtime_s) == [0.75]
+
+
 def test_with_a_copy_stage_a_start_from_dram_only_copies(tmp_path):
     # a's first instance loads from SSD into DRAM (3 s) and serves until 3.5 s; the
     # keep-alive of 0 stops it; the second start finds the copy in DRAM: the CPU stage

@@ -13,10 +13,12 @@ def _real(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _sim(rows: list[tuple]) -> pd.DataFrame:
+def _sim(rows: list[tuple], warmup_s: float = 0.0) -> pd.DataFrame:
+    """A simulated log of serial start-ups: runtime = ready - load - warm-up - allocated."""
     columns = ["tier", "allocated_s", "ready_s", "load_s", "download_s"]
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.assign(asleep=False)
+    frame = pd.DataFrame(rows, columns=columns).assign(asleep=False)
+    runtime = frame["ready_s"] - frame["load_s"] - warmup_s - frame["allocated_s"]
+    return frame.assign(runtime_s=runtime)
 
 
 NAN = np.nan
@@ -49,13 +51,23 @@ def test_loads_from_dram_keep_no_company():
     assert out["alone"]["real_n"] == 2
 
 
-def test_the_simulators_runtime_is_its_start_up_less_load_and_warm_up():
+def test_the_simulators_runtime_is_the_logged_one_and_its_load_follows_it():
     # allocated at 0, ready at 2.5 after a 1.0 s load and 0.5 s warm-up: runtime 0-1.0,
     # load 1.0-2.0; the second allocated at 1.5 sees that load.
-    sim = _sim([("ssd", 0.0, 2.5, 1.0, NAN), ("dram", 1.5, 3.0, 0.1, NAN)])
+    sim = _sim([("ssd", 0.0, 2.5, 1.0, NAN), ("dram", 1.5, 3.0, 0.1, NAN)], 0.5)
     out = runtime_start_beside(_real([]), sim, 0.5)
     assert out["alone"]["sim_s"] == pytest.approx(1.0)
     assert out["load"]["sim_s"] == pytest.approx(3.0 - 0.1 - 0.5 - 1.5)
+
+
+def test_beside_the_load_the_simulators_runtime_is_timed_from_its_log():
+    # Loads begin with their start-ups: an SSD load over 0-2 beside a 1.4 s runtime, and
+    # a start at 1.5 whose 1.2 s runtime overlaps that load's end, not its runtime.
+    sim = _sim([("ssd", 0.0, 2.5, 2.0, NAN), ("dram", 1.5, 3.0, 0.0, NAN)])
+    sim["runtime_s"] = [1.4, 1.2]
+    out = runtime_start_beside(_real([]), sim, 0.5, beside=True)
+    assert out["alone"] == {"real_n": 0, "real_s": None, "sim_n": 1, "sim_s": 1.4}
+    assert out["load"]["sim_s"] == pytest.approx(1.2)
 
 
 def test_the_simulators_download_opens_its_load_and_counts_as_a_download():

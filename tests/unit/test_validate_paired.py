@@ -15,9 +15,12 @@ def _real(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _sim(rows: list[tuple]) -> pd.DataFrame:
+def _sim(rows: list[tuple], warmup_s: float = 0.0) -> pd.DataFrame:
+    """A simulated log of serial start-ups: runtime = ready - load - warm-up - allocated."""
     columns = ["model", "server", "tier", "allocated_s", "ready_s", "load_s", "download_s"]
-    return pd.DataFrame(rows, columns=columns).assign(asleep=False)
+    frame = pd.DataFrame(rows, columns=columns).assign(asleep=False)
+    runtime = frame["ready_s"] - frame["load_s"] - warmup_s - frame["allocated_s"]
+    return frame.assign(runtime_s=runtime)
 
 
 # Real: a start from SSD alone, a remote start beside it, then one the simulator put on
@@ -30,14 +33,15 @@ REAL = _real(
         ("b", 0, "ssd", 20.0, 21.0, NAN, 22.0),
     ]
 )
-# Simulated, with a warm-up of 0.1 s: runtime = ready - load - warm-up - allocated.
+# Simulated, with a warm-up of 0.1 s.
 SIM = _sim(
     [
         ("b", 1, "remote", 5.1, 5.1 + 1.0 + 4.0 + 0.1, 4.0, 3.0),  # listed first: sorted
         ("a", 0, "ssd", 0.0, 1.0 + 1.0 + 0.1, 1.0, NAN),
         ("a", 0, "dram", 7.2, 7.2 + 1.0 + 0.1 + 0.1, 0.1, NAN),
         ("b", 1, "ssd", 20.0, 22.1, 1.0, NAN),
-    ]
+    ],
+    0.1,
 )
 
 

@@ -1,0 +1,76 @@
+"""An engine's take of its checkpoint from host memory, timed where an engine takes it.
+
+A start from the DRAM cache, and with a checkpoint store every start once the store's
+copy is there, is a fresh engine process running the real loader on the copy held in its
+server's DRAM cache (a file on /dev/shm): on the CPU it maps the file, faulting in and
+checksumming every page; on a GPU it reads the file through its staging ring onto the
+device. The measuring process's own warm loader (`loader_warm`) reads the page cache
+into memory it has touched before: on the project's VM it ran about 1.8 times as fast
+as the replayed engines' takes. So the profile's DRAM-to-device rate is this take,
+timed in a process of its own started for it, after its torch import and its device
+context, as an engine's "started" stamp comes before its load.
+
+`python -m calibration.measure.take_probe CHECKPOINT DEVICE` is that process; it prints
+the load's seconds.
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME, payload_bytes
+from calibration.checkpoint.reader import load
+from calibration.measure.disk_readers import SHM
+from calibration.measure.measurement import Measurement
+
+TAKE = "loader_take"
+
+
+def measure_take(checkpoint: Path, device: str, runs: int) -> dict[str, Measurement]:
+    """`loader_take`: the tensor bytes of `checkpoint` over the seconds a fresh process
+    took to load its copy in a DRAM cache directory (on /dev/shm, or the page cache of
+    a temporary directory where there is none) onto `device`, in each of `runs`
+    processes."""
+    payload = payload_bytes(checkpoint)
+    memory = SHM if SHM.is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="thaw-take-", dir=memory) as cache:
+        copy = Path(cache)
+        for name in (INDEX_NAME, BLOB_NAME):
+            shutil.copyfile(checkpoint / name, copy / name)
+        command = [sys.executable, "-m", __name__, str(copy), device]
+        samples = tuple(payload / _take_s(command) for _ in range(runs))
+    return {TAKE: Measurement(samples, "bytes/s", True)}
+
+
+def _take_s(command: list[str]) -> float:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the take probe failed: {last}")
+    return float(done.stdout)
+
+
+def _probe(checkpoint: Path, device: torch.device) -> float:
+    """In the fresh process: the device's context made (untimed), then the load."""
+    if device.type == "cuda":
+        torch.cuda.init()
+        torch.empty(0, device=device)
+    started = time.perf_counter()
+    load(checkpoint, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str]) -> None:
+    checkpoint, device = argv
+    print(_probe(Path(checkpoint), torch.device(device)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
