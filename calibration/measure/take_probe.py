@@ -8,7 +8,10 @@ device. The measuring process's own warm loader (`loader_warm`) reads the page c
 into memory it has touched before: on the project's VM it ran about 1.8 times as fast
 as the replayed engines' takes. So the profile's DRAM-to-device rate is this take,
 timed in a process of its own started for it, after its torch import and its device
-context, as an engine's "started" stamp comes before its load.
+context, as an engine's "started" stamp comes before its load, and with torch's
+intra-op threads set to one, as the replay's engine sets them before it loads (on the
+project's VM a 2 GB take ran a median 0.19 s with torch's default two threads beside
+the loader's own, 0.15 s with one: three fresh processes each, one-off).
 
 `python -m calibration.measure.take_probe CHECKPOINT DEVICE` is that process; it prints
 the load's seconds.
@@ -56,7 +59,9 @@ def _take_s(command: list[str]) -> float:
 
 
 def _probe(checkpoint: Path, device: torch.device) -> float:
-    """In the fresh process: the device's context made (untimed), then the load."""
+    """In the fresh process: the device's context made and one intra-op thread set, as
+    the replay's engine does (untimed), then the load."""
+    torch.set_num_threads(1)
     if device.type == "cuda":
         torch.cuda.init()
         torch.empty(0, device=device)
