@@ -38,10 +38,11 @@ from pathlib import Path
 
 import torch
 
+from calibration.checkpoint.dram_install import read_into_dram
 from calibration.checkpoint.reader import load
 from calibration.migration.model import ModelConfig, Transformer
-from calibration.validate.dram_install import fetch, read_into_dram
 from calibration.validate.engine import Engine
+from calibration.validate.remote_fetch import fetch
 
 # The tensor a `tiers` checkpoint carries to reach its size: loaded, then dropped.
 BALLAST = "ballast"

@@ -24,8 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from calibration.validate.dram_install import fetch, read_into_dram
+from calibration.checkpoint.dram_install import read_into_dram
 from calibration.validate.instance_process import emit
+from calibration.validate.remote_fetch import fetch
 
 
 def serve(order: dict) -> None:

@@ -1,7 +1,8 @@
 """A cold read from a server's SSD into its DRAM cache: what both an engine that loads
 its own checkpoint (`calibration.validate.instance_process`) and a server's checkpoint
 store (`calibration.validate.store_process`) do with a checkpoint found on SSD, or first
-downloaded there from the remote store.
+downloaded there from the remote store, and how `calibration.measure` installs the copy
+whose take it times.
 
 The blob is evicted from the page cache first, so the read is really cold, and read with
 the real loader straight into a new file of the DRAM cache directory, which is published
@@ -20,15 +21,7 @@ from calibration.checkpoint.buffers import file_buffer
 from calibration.checkpoint.format import BLOB_NAME, INDEX_NAME
 from calibration.checkpoint.pagecache import make_cold
 from calibration.checkpoint.reader import buffer_bytes, load
-from calibration.remote.client import download
 from thaw_kernel.publish import staged_directory
-
-
-def fetch(order: dict, checkpoint: Path) -> int:
-    """Download the checkpoint the remote store's `order` names (`{"url", "server",
-    "name"}`) into the SSD directory `checkpoint`; its bytes."""
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    return download(order["url"], order["server"], order["name"], checkpoint).bytes
 
 
 @contextmanager
