@@ -190,7 +190,7 @@ def _measure_all(
     results |= measure_readers(copies, chosen.runs, _say)
     _step(2, steps, "host memory to device copies")
     results |= _copies(files, device, chosen.runs)
-    results |= measure_take(files.checkpoint, device, chosen.runs)
+    results |= measure_take(files.checkpoint, device, chosen.runs, scratch)
     _say(f"an engine's take from the DRAM cache: {results[TAKE].median / 1e9:.2f} GB/s (median)")
     _step(3, steps, "instance start-up (a fresh process importing torch)")
     results |= measure_startups(device, chosen.startup_runs, chosen.startup_rounds, copies[0])

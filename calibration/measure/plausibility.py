@@ -19,6 +19,7 @@ with the file evicted and checked (`calibration.measure.storage_probe`).
 """
 
 from calibration.measure.measurement import Measurement
+from calibration.measure.take_probe import TAKE
 from thaw_kernel.errors import InputError
 
 # A median this much faster than the fastest round of its bound, in the same run, moved
@@ -85,12 +86,13 @@ def check(
             _fastest(measurements[f"dram_to_device_pinned_{style}"])
             for style in ("one_copy", "per_tensor")
         )
-        warm = measurements["loader_warm"].median
-        if warm > CACHE_SUSPECT * link:
-            raise ImpossibleProfile(
-                f"loader_warm: {warm / 1e9:.2f} GB/s (median) onto the GPU is faster than its "
-                f"best pinned copy ({link / 1e9:.2f} GB/s): the load was not timed to its end"
-            )
+        for name in ("loader_warm", TAKE):
+            rate = measurements[name].median
+            if rate > CACHE_SUSPECT * link:
+                raise ImpossibleProfile(
+                    f"{name}: {rate / 1e9:.2f} GB/s (median) onto the GPU is faster than its "
+                    f"best pinned copy ({link / 1e9:.2f} GB/s): the load was not timed to its end"
+                )
 
 
 def _fastest(rates: Measurement) -> float:

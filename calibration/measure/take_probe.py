@@ -17,6 +17,7 @@ the loader's own, 0.15 s with one: three fresh processes each, one-off).
 the load's seconds.
 """
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,19 +28,21 @@ import torch
 
 from calibration.checkpoint.dram_install import read_into_dram
 from calibration.checkpoint.format import payload_bytes
-from calibration.checkpoint.reader import load
+from calibration.checkpoint.reader import buffer_bytes, load
 from calibration.measure.disk_readers import SHM
 from calibration.measure.measurement import Measurement
 
 TAKE = "loader_take"
+TIMEOUT_S = 600  # one take of a checkpoint of tens of GB, with its process's start
 
 
-def measure_take(checkpoint: Path, device: str, runs: int) -> dict[str, Measurement]:
+def measure_take(checkpoint: Path, device: str, runs: int, scratch: Path) -> dict[str, Measurement]:
     """`loader_take`: the tensor bytes of `checkpoint` over the seconds a fresh process
-    took to load its copy in a DRAM cache directory (on /dev/shm, or a temporary
-    directory's file where there is none) onto `device`, in each of `runs` processes."""
+    took to load its copy in a DRAM cache directory onto `device`, in each of `runs`
+    processes: on /dev/shm, or where it has no room (a container's is often 64 MB) a
+    file in `scratch`, which the page cache then holds."""
     payload = payload_bytes(checkpoint)
-    memory = SHM if SHM.is_dir() else None
+    memory = _memory(checkpoint, scratch)
     with tempfile.TemporaryDirectory(prefix="thaw-take-", dir=memory) as cache:
         copy = Path(cache) / "copy"
         # Written as a store writes it, read cold with O_DIRECT straight into a new file:
@@ -52,12 +55,23 @@ def measure_take(checkpoint: Path, device: str, runs: int) -> dict[str, Measurem
     return {TAKE: Measurement(samples, "bytes/s", True)}
 
 
+def _memory(checkpoint: Path, scratch: Path) -> Path:
+    """/dev/shm where it has room for the copy and a margin, else `scratch`."""
+    if SHM.is_dir() and shutil.disk_usage(SHM).free > 2 * buffer_bytes(checkpoint):
+        return SHM
+    return scratch
+
+
 def _take_s(command: list[str]) -> float:
-    done = subprocess.run(command, capture_output=True, text=True)
+    """The seconds one fresh process's take took (its last line of output)."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the take probe did not end within {TIMEOUT_S} s") from None
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the take probe failed: {last}")
-    return float(done.stdout)
+        raise RuntimeError(f"the take probe failed (exit status {done.returncode}): {last}")
+    return float(done.stdout.split()[-1])
 
 
 def _probe(checkpoint: Path, device: torch.device) -> float:
@@ -65,8 +79,8 @@ def _probe(checkpoint: Path, device: torch.device) -> float:
     the replay's engine does (untimed), then the load."""
     torch.set_num_threads(1)
     if device.type == "cuda":
-        torch.cuda.init()
-        torch.empty(0, device=device)
+        torch.zeros(1, device=device)  # the context, as the engine makes it
+        torch.cuda.synchronize(device)
     started = time.perf_counter()
     load(checkpoint, device)
     if device.type == "cuda":

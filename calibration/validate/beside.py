@@ -5,7 +5,7 @@ downloads' CPU work, and the simulator shares them by a rule fitted on probes
 (`calibration.measure.host_cores`). Where that rule falls short, the TTFT errors say
 only that the simulator is optimistic; grouping the start-ups by the work they overlapped
 says under which company it is. Each side is grouped on its own timeline: a start-up
-(spawn to torch imported; the simulator's start-up less its load and warm-up) is beside
+(spawn to torch imported; the simulator's instance log's `runtime_s`) is beside
 another start-up, a load from SSD (a remote load's part after its download) or a
 download when their spans overlap. Loads from DRAM are too short to count. The
 simulator's runtime is its instance log's `runtime_s`, which holds where it ends also

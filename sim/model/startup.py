@@ -46,7 +46,8 @@ class Startup:
     @property
     def runtime_s(self) -> float:
         """Seconds from the start-up's beginning to the end of its stages before and
-        beside the load (NaN until the load's step has run, or without a load)."""
+        beside the load: final once that step has ended (NaN before it begins, or
+        without a load)."""
         return self._runtime_end - self._began
 
     def begin(self) -> None:

@@ -250,10 +250,12 @@ def test_a_disk_faster_than_memory_is_refused():
 
 
 def test_a_gpu_load_faster_than_its_host_link_is_refused():
-    gpu = figures(raw_cold=1e9, loader_cold=1e9, loader_warm=30e9)
+    gpu = figures(raw_cold=1e9, loader_cold=1e9, loader_warm=30e9, loader_take=12e9)
     gpu |= figures(dram_to_device_pinned_one_copy=20e9, dram_to_device_pinned_per_tensor=18e9)
     with pytest.raises(ImpossibleProfile, match=r"loader_warm.*pinned copy"):
         check(gpu, "cuda")
+    with pytest.raises(ImpossibleProfile, match=r"loader_take.*pinned copy"):
+        check(gpu | figures(loader_warm=19e9, loader_take=30e9), "cuda")
     check(gpu | figures(loader_warm=19e9), "cuda")
 
 
@@ -393,10 +395,9 @@ def test_an_engines_take_is_timed_in_fresh_processes_from_a_copy_in_memory(tmp_p
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     files = prepare(scratch, 0, source)
-    before = set(SHM.iterdir()) if SHM.is_dir() else set()
-    take = measure_take(files.checkpoint, "cpu", 2)[TAKE]
+    take = measure_take(files.checkpoint, "cpu", 2, scratch)[TAKE]
     assert take.unit == "bytes/s" and len(take.samples) == 2 and min(take.samples) > 0
-    assert (set(SHM.iterdir()) if SHM.is_dir() else set()) == before  # the copy removed
+    assert not list(SHM.glob("thaw-take-*")) and not list(scratch.glob("thaw-take-*"))
 
 
 def test_tied_weights_in_a_state_dict_are_measured_as_two_tensors(tmp_path):

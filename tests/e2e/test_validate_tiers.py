@@ -101,8 +101,8 @@ def test_tiers_replays_over_dram_ssd_and_the_remote_store(monkeypatch, tmp_path)
         beside = result["runs"][0]["runtime_start_beside"]
         assert sum(v["real_n"] for v in beside.values()) == real_instances
         loaded_sim = sum(v["loads"] for v in result["loads_by_tier_sim"].values())
-        # Loading beside the start-up, the simulator does not time the runtime alone.
-        assert sum(v["sim_n"] for v in beside.values()) == 0 < loaded_sim
+        # Loading beside the start-up, the simulator's log still times every runtime.
+        assert sum(v["sim_n"] for v in beside.values()) == loaded_sim > 0
         paired = result["runs"][0]["paired_stages"]
         assert paired["instances"] == real_instances
         assert paired["runtime"]["all"]["n"] <= paired["pairs"] <= real_instances

@@ -148,14 +148,16 @@ def test_with_a_copy_stage_the_load_reads_into_host_memory_and_the_copy_follows(
 
 def test_the_instance_log_times_the_runtime_before_and_beside_the_load(tmp_path):
     # Serial on one core: two 2 CPU-second stages at half a core end at 4, then the
-    # loads. Beside the load: the CPU stage's 1 s, though the step ends with the load's 2 s.
+    # loads. Beside the load: the CPU stage's 1 s, though the step ends with the load's 2 s;
+    # a fixed step folded before, then the later of two stages beside the load (4 s).
     config = tiny_config(tmp_path, host_cores=1, model_keys=ENGINE, extra=engine(CPU_THEN_LOAD))
     assert list(simulate(config, BOTH).cluster.log.frame().runtime_s) == [4.0, 4.0]
     config = tiny_config(tmp_path, ssd_a="[0]", model_keys=ENGINE, extra=engine(COPY_AFTER))
     assert list(simulate(config, [(0.0, "a", 512, 1)]).cluster.log.frame().runtime_s) == [1.0]
-    stages = '[{name = "f", seconds = 0.5}, [{name = "g", seconds = 0.25}, {name = "load"}]]'
+    beside = '[{name = "g", seconds = 0.25}, {name = "h", seconds = 0.5}, {name = "load"}]'
+    stages = f'[{{name = "f", seconds = 0.5}}, {beside}]'
     config = tiny_config(tmp_path, model_keys=ENGINE, extra=engine(stages))
-    assert list(simulate(config, [(0.0, "a", 512, 1)]).cluster.log.frame().runtime_s) == [0.75]
+    assert list(simulate(config, [(0.0, "a", 512, 1)]).cluster.log.frame().runtime_s) == [1.0]
 
 
 def test_with_a_copy_stage_a_start_from_dram_only_copies(tmp_path):
