@@ -6,12 +6,12 @@ server's DRAM cache (a file on /dev/shm): on the CPU it maps the file, faulting 
 checksumming every page; on a GPU it reads the file through its staging ring onto the
 device. The measuring process's own warm loader (`loader_warm`) reads the page cache
 into memory it has touched before: on the project's VM it ran about 1.8 times as fast
-as the replayed engines' takes. So the profile's DRAM-to-device rate is this take,
-timed in a process of its own started for it, after its torch import and its device
-context, as an engine's "started" stamp comes before its load, and with torch's
-intra-op threads set to one, as the replay's engine sets them before it loads (on the
-project's VM a 2 GB take ran a median 0.19 s with torch's default two threads beside
-the loader's own, 0.15 s with one: three fresh processes each, one-off).
+as the replayed engines' takes (docs/calibration.md, the tiers scenario). So the
+profile's DRAM-to-device rate is this take, timed in a process of its own started for
+it, after its torch import and its device context, as an engine's "started" stamp
+comes before its load, and with torch's intra-op threads set to one, as the replay's
+engine sets them before it loads (torch's default threads would compete with the
+loader's own for the cores).
 
 `python -m calibration.measure.take_probe CHECKPOINT DEVICE` is that process; it prints
 the load's seconds.
@@ -45,9 +45,8 @@ def measure_take(checkpoint: Path, device: str, runs: int, scratch: Path) -> dic
     memory = _memory(checkpoint, scratch)
     with tempfile.TemporaryDirectory(prefix="thaw-take-", dir=memory) as cache:
         copy = Path(cache) / "copy"
-        # Written as a store writes it, read cold with O_DIRECT straight into a new file:
-        # on the project's VM a copy so written was taken in a median 0.093 s per GB,
-        # one made by copying the file in 0.112 s (six fresh processes each, one-off).
+        # Written as a store writes it, read cold with O_DIRECT straight into a new file
+        # (how a copy was written changes how fast a fresh process takes it).
         with read_into_dram(checkpoint, copy):
             pass
         command = [sys.executable, "-m", __name__, str(copy), device]

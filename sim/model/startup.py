@@ -69,11 +69,11 @@ class Startup:
             return
         step = self._steps[self._step]
         self._left = len(step)
-        beside_load = any(stage.kind == LOAD for stage in step)
-        if beside_load:
+        done = self._stage_done
+        if any(stage.kind == LOAD for stage in step):  # the runtime ends at the earliest here
             self._runtime_end = self._clock.now + delay
+            done = self._runtime_stage_done
         for stage in step:
-            done = self._runtime_stage_done if beside_load else self._stage_done
             if stage.kind == LOAD:
                 self._load.start_in(delay, self._stage_done)
             elif stage.kind == CPU:
